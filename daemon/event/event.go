@@ -1,0 +1,145 @@
+// Package event defines the domain events of a session's log and the Bus that
+// fans them out to attached clients.
+//
+// Every step of a tool call is an Event with a per-session sequence number;
+// the session package assigns the numbers and persists events before
+// publishing them. This package does no I/O and knows nothing of protobuf.
+package event
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// Type names an event. The strings are stable: they are stored in the
+// database and printed by `tackle attach --json`.
+type Type string
+
+const (
+	// TurnStarted: a batch of tool calls (one model turn) was accepted. Turn.Calls lists them.
+	TurnStarted Type = "turn_started"
+	// CallState: a call moved to a new non-final state (CallState field).
+	CallState Type = "call_state"
+	// CallProgress: output while a handler runs. May be dropped for slow readers.
+	CallProgress Type = "call_progress"
+	// CallResult: the one final result of a call.
+	CallResult Type = "call_result"
+	// TurnEnded: every call of the turn has its result.
+	TurnEnded Type = "turn_ended"
+	// PermissionRequested: a call waits for a person's answer.
+	PermissionRequested Type = "permission_requested"
+	// PermissionResolved: a permission request was answered, timed out or cancelled.
+	PermissionResolved Type = "permission_resolved"
+	// SessionUpdated: cwd, mode, todos or directories changed.
+	SessionUpdated Type = "session_updated"
+	// Notice: something a person should know (config error, daemon restart).
+	Notice Type = "notice"
+)
+
+// Call states, in pipeline order. The final states are the Status values of a Result.
+const (
+	StateQueued             = "queued"
+	StateValidating         = "validating"
+	StateHookPre            = "hook_pre"
+	StateAwaitingPermission = "awaiting_permission"
+	StateRunning            = "running"
+	StateHookPost           = "hook_post"
+)
+
+// Final statuses of a call.
+const (
+	StatusCompleted = "completed" // the handler ran and succeeded
+	StatusFailed    = "failed"    // the handler ran (or panicked) and failed
+	StatusInvalid   = "invalid"   // unknown tool, schema or validation failure
+	StatusDenied    = "denied"    // permission denied (rule, mode, person, timeout)
+	StatusBlocked   = "blocked"   // a hook blocked the call
+	StatusCancelled = "cancelled" // cancelled, interrupted, shutdown
+)
+
+// Event is one entry of a session's append-only log.
+type Event struct {
+	Seq       uint64    `json:"seq"`
+	SessionID string    `json:"session_id"`
+	Time      time.Time `json:"time"`
+	Type      Type      `json:"type"`
+	TurnID    string    `json:"turn_id,omitempty"`
+	CallID    string    `json:"call_id,omitempty"`
+	Tool      string    `json:"tool,omitempty"`
+
+	// State is set for CallState.
+	State string `json:"state,omitempty"`
+	// Text is set for CallProgress (output) and Notice (message).
+	Text string `json:"text,omitempty"`
+	// Turn is set for TurnStarted.
+	Turn *Turn `json:"turn,omitempty"`
+	// Result is set for CallResult.
+	Result *Result `json:"result,omitempty"`
+	// Permission is set for PermissionRequested.
+	Permission *PermissionRequest `json:"permission,omitempty"`
+	// Resolution is set for PermissionResolved.
+	Resolution *PermissionResolution `json:"resolution,omitempty"`
+	// Session is set for SessionUpdated: the fields that changed.
+	Session *SessionChange `json:"session,omitempty"`
+}
+
+// Turn lists the calls of one model turn.
+type Turn struct {
+	Calls []CallInfo `json:"calls"`
+	// ClientID is the client that submitted the turn.
+	ClientID string `json:"client_id,omitempty"`
+}
+
+// CallInfo is one call as submitted.
+type CallInfo struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// Result is the final result of a call, in the form clients and the model get it.
+type Result struct {
+	CallID  string         `json:"id"`
+	Name    string         `json:"name"`
+	Status  string         `json:"status"`
+	IsError bool           `json:"is_error"`
+	Content []tool.Content `json:"content"`
+	// Display is the human rendering (e.g. a unified diff).
+	Display    string `json:"display,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// PermissionRequest is a call waiting for a person.
+type PermissionRequest struct {
+	RequestID string          `json:"request_id"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input"`
+	// Reason says why the call needs approval.
+	Reason string `json:"reason"`
+	// Deadline is when the request is denied if nobody answers.
+	Deadline time.Time `json:"deadline"`
+}
+
+// PermissionResolution ends a permission request, exactly once.
+type PermissionResolution struct {
+	RequestID string `json:"request_id"`
+	// Decision is allow_once, allow_always, deny, timeout or cancelled.
+	Decision string `json:"decision"`
+	// ClientID answered (empty for a timeout or cancellation).
+	ClientID string `json:"client_id,omitempty"`
+	Feedback string `json:"feedback,omitempty"`
+}
+
+// SessionChange carries the session fields that changed.
+type SessionChange struct {
+	Cwd            string          `json:"cwd,omitempty"`
+	PermissionMode string          `json:"permission_mode,omitempty"`
+	Todos          json.RawMessage `json:"todos,omitempty"`
+	Note           string          `json:"note,omitempty"`
+}
+
+// Droppable reports whether a slow reader may miss this event. Only
+// streaming progress may be dropped; everything else must be delivered.
+func (e *Event) Droppable() bool { return e.Type == CallProgress }

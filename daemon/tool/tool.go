@@ -1,0 +1,176 @@
+// Package tool defines what a tool is to tackle: the spec the model sees, the
+// attributes the runtime acts on, and the handler that executes locally.
+//
+// It is the bottom of the daemon's import graph and imports only the standard
+// library. It must not know about sessions, permissions, events or protobuf:
+// a tool sees its session only through the Env interface below, and the
+// pipeline in daemon/dispatch is the only caller of a tool's methods.
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Spec is what the model sees of a tool: nothing else.
+type Spec struct {
+	// Name is the model-facing name, part of the public API (Read, Grep, mcp__srv__tool).
+	Name string
+	// Aliases are older names that resolve to this tool (TaskOutput for BashOutput).
+	Aliases []string
+	// Description is written for a model: what the tool does, when to use it, its limits.
+	Description string
+	// InputSchema is a JSON Schema (draft 2020-12 unless it says otherwise) for the input object.
+	InputSchema json.RawMessage
+}
+
+// Origin values for Attributes.Origin. MCP tools use "mcp:" + server name.
+const (
+	OriginBuiltin = "builtin"
+	OriginSkill   = "skill"
+)
+
+// Attributes is what the runtime knows about one call of a tool. They may
+// depend on the input (Bash running ls is read-only, rm is not).
+type Attributes struct {
+	ReadOnly        bool
+	Destructive     bool
+	ConcurrencySafe bool
+	// Interactive tools need a person (AskUserQuestion); never auto-approved.
+	Interactive bool
+	// Deferred tools are listed by name only until loaded through ToolSearch.
+	Deferred bool
+	// Origin is OriginBuiltin, OriginSkill or "mcp:NAME".
+	Origin string
+	// MaxResultChars is the size over which the pipeline persists the output
+	// to a file and gives the model a preview. Zero means the pipeline default.
+	MaxResultChars int
+}
+
+// Tool is implemented by every tool: built-in, MCP, Skill, ToolSearch.
+// Implementations must be safe for concurrent use: the pipeline runs
+// concurrency-safe calls of the same tool in parallel.
+type Tool interface {
+	Spec() Spec
+	// Attributes reports the attributes of a call with this (schema-valid) input.
+	Attributes(input json.RawMessage) Attributes
+	// Validate runs the tool's own checks after the schema passed. The error
+	// text goes to the model and must say what to do next.
+	Validate(ctx context.Context, call *Call) error
+	// CheckPermission reports what the call touches, so the permission stage
+	// can match rules and decide. It does not ask anyone.
+	CheckPermission(ctx context.Context, call *Call) (Access, error)
+	// Run is the handler. A failure the model should see is a Result with
+	// IsError; a returned error is also turned into an error result.
+	Run(ctx context.Context, call *Call, progress Progress) (*Result, error)
+}
+
+// Call is one invocation of a tool, as the pipeline hands it over.
+type Call struct {
+	// ID is the model's tool_use id.
+	ID string
+	// Name is the name the model used (possibly an alias).
+	Name string
+	// Input is the schema-valid JSON input object.
+	Input json.RawMessage
+	// Env is the session as the tool may see it.
+	Env Env
+}
+
+// Env is the part of a session that a tool may see. Implementations are safe
+// for concurrent use. Changes go through a Result's Modifier, never through Env.
+type Env interface {
+	SessionID() string
+	// Cwd is the session's current working directory (absolute).
+	Cwd() string
+	// WorkingDirs is the cwd followed by the additional directories (absolute, cleaned).
+	WorkingDirs() []string
+	// Environ is the environment of the client that created the session.
+	Environ() []string
+	// FileState returns what the session last recorded about a file it read or wrote.
+	FileState(path string) (FileState, bool)
+	// OutputDir is the directory for this session's large outputs (created on demand).
+	OutputDir() string
+}
+
+// FileState is the read-state of one file in a session.
+type FileState struct {
+	Path    string    `json:"path"`
+	ModTime time.Time `json:"mod_time"`
+	Size    int64     `json:"size"`
+	// Hash is the hex SHA-256 of the content when it was read or written.
+	Hash string `json:"hash"`
+	// Partial is true when the read covered only part of the file.
+	Partial bool `json:"partial"`
+}
+
+// Mutator is what a context modifier may change in a session. The session
+// implements it; the pipeline applies modifiers in call order.
+type Mutator interface {
+	RecordFile(FileState)
+	SetCwd(dir string)
+	SetTodos(todos json.RawMessage)
+}
+
+// Modifier is a change to session state made by a call, applied by the
+// pipeline after the call (after the whole run, for a parallel run).
+type Modifier func(Mutator)
+
+// Progress receives progress while a handler runs (e.g. Bash output). It may
+// drop events for slow readers; it must not block the handler for long.
+type Progress func(text string)
+
+// Content is one block of a result.
+type Content struct {
+	// Type is "text" or "image".
+	Type     string `json:"type"`
+	Text     string `json:"text,omitempty"`
+	MimeType string `json:"mime_type,omitempty"`
+	Data     []byte `json:"data,omitempty"`
+}
+
+// Text returns a text content block.
+func Text(s string) Content { return Content{Type: "text", Text: s} }
+
+// Result is what a handler returns.
+type Result struct {
+	Content []Content
+	IsError bool
+	// Display is a short human rendering for clients (e.g. a unified diff for Edit).
+	Display string
+	// Modifier, if set, changes session state after the call.
+	Modifier Modifier
+}
+
+// ErrorResult is a result with one text block and IsError set.
+func ErrorResult(msg string) *Result {
+	return &Result{Content: []Content{Text(msg)}, IsError: true}
+}
+
+// TextResult is a result with one text block.
+func TextResult(s string) *Result {
+	return &Result{Content: []Content{Text(s)}}
+}
+
+// AccessKind says what sort of effect a call has, for the permission stage.
+type AccessKind string
+
+const (
+	AccessRead    AccessKind = "read"    // reads files
+	AccessEdit    AccessKind = "edit"    // creates or changes files
+	AccessExec    AccessKind = "exec"    // runs commands
+	AccessNetwork AccessKind = "network" // reaches the network
+	AccessOther   AccessKind = "other"
+)
+
+// Access describes what one call touches.
+type Access struct {
+	Kind AccessKind
+	// Paths are the absolute paths touched, symlinks resolved where they exist.
+	Paths []string
+	// InsideWorkingDirs is true when every path is inside the session's working directories.
+	InsideWorkingDirs bool
+	// Command is the command line for AccessExec, the URL or domain for AccessNetwork.
+	Command string
+}
