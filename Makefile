@@ -1,0 +1,55 @@
+# tackle — the action layer of an AI coding agent. `make help` lists the targets.
+
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+TOOLS := $(CURDIR)/.bin
+PKGS  := ./...
+
+.DEFAULT_GOAL := help
+
+.PHONY: help build run test lint generate check-generate bench integration deps tools
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
+
+build: ## build tackled and tackle into bin/
+	$(GO) build -o $(BIN)/ ./daemon/cmd/tackled ./clients/cli/cmd/tackle
+
+run: build ## build, start the daemon (auto-started by the CLI) and run real tool calls
+	@echo "== tackle status"; $(BIN)/tackle status
+	@echo; echo "== tackle call Read README.md (first 8 lines)"
+	@$(BIN)/tackle call Read '{"file_path":"$(CURDIR)/README.md","limit":8}'
+	@echo; echo "== tackle call Grep 'func New' in daemon/"
+	@$(BIN)/tackle call Grep '{"pattern":"func New\\(","path":"$(CURDIR)/daemon","output_mode":"files_with_matches","head_limit":8}'
+	@echo; echo "The daemon keeps running; stop it with: $(BIN)/tackle daemon stop"
+
+deps: ## install what the tests need (ripgrep, fd-find as oracles)
+	@bash scripts/deps.sh
+
+test: deps ## run every test (unit, daemon, CLI, integration)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+integration: deps build ## run the integration suite against the real binaries
+	$(GO) test -count=1 -timeout 10m ./integration/...
+
+tools: ## build buf, the protoc plugins and grpcurl into .bin/ (from tools/go.mod)
+	@test -x $(TOOLS)/buf -a -x $(TOOLS)/protoc-gen-go -a -x $(TOOLS)/protoc-gen-go-grpc -a -x $(TOOLS)/grpcurl || \
+	  $(GO) build -modfile=tools/go.mod -o $(TOOLS)/ github.com/bufbuild/buf/cmd/buf \
+	    google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc \
+	    github.com/fullstorydev/grpcurl/cmd/grpcurl
+
+generate: tools ## regenerate gen/ from proto/
+	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
+
+check-generate: generate ## fail when gen/ is not what proto/ generates
+	@git diff --exit-code -- gen/ && test -z "$$(git status --porcelain -- gen/)" || \
+	  { echo "gen/ is stale: run 'make generate' and commit"; exit 1; }
+
+lint: tools ## buf lint, go vet, gofmt
+	PATH=$(TOOLS):$$PATH $(TOOLS)/buf lint
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); test -z "$$out" || { echo "gofmt:"; echo "$$out"; exit 1; }
+
+bench: deps build ## benchmarks against the reference tools, printed as ratios
+	@bash scripts/bench.sh

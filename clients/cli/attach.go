@@ -1,0 +1,226 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+func (a *app) attachCommand() *cobra.Command {
+	var (
+		sf     sessionFlags
+		from   uint64
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "attach",
+		Short: "Watch a session: its snapshot, then its events, until interrupted",
+		Long: `Print a session's snapshot and then its events as they happen, until
+interrupted (Ctrl-C ends it with status 0). Without --from only new events are
+shown; --from SEQ first replays every stored event with seq >= SEQ. With
+--json each line is one JSON object with "seq" and "type"; the first line is
+the snapshot (type "snapshot").`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			sid, err := a.resolveSession(ctx, c, &sf)
+			if err != nil {
+				return err
+			}
+			// On a terminal, attach answers permission requests too.
+			interactive := !asJSON && isTerminal(a.stdin)
+			role := tacklev1.Role_ROLE_OBSERVER
+			if interactive {
+				role = tacklev1.Role_ROLE_CONTROLLER
+			}
+			s, err := c.Attach(ctx, role)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			defer s.Close()
+			snap, err := s.Subscribe(sid, from, !cmd.Flags().Changed("from"))
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+			if err := a.printSnapshot(snap, asJSON); err != nil {
+				return err
+			}
+			var prompt *prompter
+			if interactive {
+				prompt = newPrompter(a, s, sid)
+				for _, p := range snap.GetPendingPermissions() {
+					prompt.requested(p)
+				}
+			}
+
+			type item struct {
+				m   *tacklev1.ServerMessage
+				err error
+			}
+			msgs := make(chan item)
+			recvDone, stopRecv := context.WithCancel(ctx)
+			defer stopRecv()
+			go func() {
+				defer close(msgs)
+				for m, err := range s.Messages() {
+					select {
+					case msgs <- item{m, err}:
+					case <-recvDone.Done():
+						return
+					}
+				}
+			}()
+			for {
+				var it item
+				var ok bool
+				select {
+				case <-ctx.Done():
+					return nil
+				case line := <-prompt.input():
+					if err := prompt.answer(line); err != nil {
+						return err
+					}
+					continue
+				case it, ok = <-msgs:
+				}
+				if !ok {
+					break
+				}
+				if it.err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return fmt.Errorf("receiving events: %w", it.err)
+				}
+				switch m := it.m.GetMsg().(type) {
+				case *tacklev1.ServerMessage_Event:
+					if err := a.printEvent(m.Event, asJSON); err != nil {
+						return err
+					}
+					if prompt != nil {
+						switch m.Event.GetType() {
+						case "permission_requested":
+							prompt.requested(m.Event.GetPermission())
+						case "permission_resolved":
+							prompt.resolved(m.Event.GetResolution())
+						}
+					}
+				case *tacklev1.ServerMessage_Error:
+					se := client.NewStreamError(m.Error)
+					if se.ResubscribeFromSeq == 0 {
+						fmt.Fprintf(a.stderr, "tackle: daemon: %v\n", se)
+						continue
+					}
+					// We fell behind; the log has everything: continue from there.
+					sub := &tacklev1.Subscribe{SessionId: sid, FromSeq: se.ResubscribeFromSeq}
+					if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
+						return fmt.Errorf("subscribing again: %w", err)
+					}
+				}
+				// A snapshot after resubscribing adds nothing the events do not tell.
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("the daemon ended the stream: %w", client.ErrUnavailable)
+		}),
+	}
+	sf.register(cmd)
+	cmd.Flags().Uint64Var(&from, "from", 0, "replay stored events from this sequence number first")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	return cmd
+}
+
+func (a *app) printSnapshot(s *tacklev1.Snapshot, asJSON bool) error {
+	if asJSON {
+		return a.printJSONLine(snapshotToJSON(s))
+	}
+	j := snapshotToJSON(s)
+	fmt.Fprintf(a.stdout, "session %s  cwd %s  mode %s  events %d\n", j.Session.ID, j.Session.Cwd, modeName(j.Session.PermissionMode), j.Seq)
+	for _, r := range j.RunningCalls {
+		fmt.Fprintf(a.stdout, "  running  %s %s (%s) %s\n", r.Tool, r.CallID, r.TurnID, r.State)
+	}
+	for _, p := range j.PendingPermissions {
+		fmt.Fprintf(a.stdout, "  waiting  %s %s for approval (request %s): %s\n", p.Tool, p.CallID, p.RequestID, p.Reason)
+	}
+	return nil
+}
+
+func (a *app) printEvent(e *tacklev1.Event, asJSON bool) error {
+	if asJSON {
+		return a.printJSONLine(eventToJSON(e))
+	}
+	w := a.stdout
+	ts := ""
+	if e.GetTime() != nil {
+		ts = e.GetTime().AsTime().Local().Format("15:04:05") + " "
+	}
+	head := fmt.Sprintf("#%d %s%s", e.GetSeq(), ts, e.GetType())
+	call := e.GetTool()
+	if e.GetCallId() != "" {
+		call += "(" + e.GetCallId() + ")"
+	}
+	switch e.GetType() {
+	case "turn_started":
+		names := make([]string, 0, len(e.GetCalls()))
+		for _, c := range e.GetCalls() {
+			names = append(names, c.GetName())
+		}
+		fmt.Fprintf(w, "%s %s: %s\n", head, e.GetTurnId(), strings.Join(names, ", "))
+	case "call_state":
+		fmt.Fprintf(w, "%s %s %s\n", head, call, e.GetState())
+	case "call_progress", "notice":
+		fmt.Fprintf(w, "%s %s %s\n", head, call, strings.TrimRight(e.GetText(), "\n"))
+	case "call_result":
+		r := e.GetResult()
+		fmt.Fprintf(w, "%s %s %s (%d ms)\n", head, call, r.GetStatus(), r.GetDurationMs())
+		if isDiff(r.GetDisplay()) {
+			writeDiff(w, r.GetDisplay(), a.colour(w))
+		} else if d := r.GetDisplay(); d != "" {
+			fmt.Fprintf(w, "    %s\n", firstLine(d))
+		} else if len(r.GetContent()) > 0 {
+			fmt.Fprintf(w, "    %s\n", firstLine(r.GetContent()[0].GetText()))
+		}
+	case "permission_requested":
+		p := e.GetPermission()
+		fmt.Fprintf(w, "%s %s waits for approval (request %s): %s\n", head, call, p.GetRequestId(), p.GetReason())
+	case "permission_resolved":
+		r := e.GetResolution()
+		by := ""
+		if r.GetClientId() != "" {
+			by = " by " + r.GetClientId()
+		}
+		fmt.Fprintf(w, "%s request %s: %s%s\n", head, r.GetRequestId(), r.GetDecision(), by)
+	case "session_updated":
+		s := e.GetSession()
+		var parts []string
+		if s.GetCwd() != "" {
+			parts = append(parts, "cwd "+s.GetCwd())
+		}
+		if s.GetPermissionMode() != "" {
+			parts = append(parts, "mode "+s.GetPermissionMode())
+		}
+		if s.GetTodosJson() != "" {
+			parts = append(parts, "todos updated")
+		}
+		fmt.Fprintf(w, "%s %s\n", head, strings.Join(parts, ", "))
+	default:
+		fmt.Fprintf(w, "%s %s\n", head, e.GetTurnId())
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// batchCall is one element of the batch read from stdin.
+type batchCall struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+func (a *app) batchCommand() *cobra.Command {
+	var f turnFlags
+	cmd := &cobra.Command{
+		Use:   "batch",
+		Short: "Run a JSON array of tool calls from stdin as one model turn",
+		Long: `Read a JSON array of {"id","name","input"} on stdin and run it as ONE model
+turn: consecutive concurrency-safe calls run in parallel, the others alone, in
+order. Ids are generated where missing. With --json the results are printed
+as an array in input order. Exit status: 0 when no result is an error, 1 when
+one is, 2 for usage or connection errors.`,
+		Example: `  echo '[{"name":"Read","input":{"file_path":"/etc/hostname"}}]' | tackle batch --json`,
+		Args:    cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			if err := checkMode(f.mode); err != nil {
+				return err
+			}
+			b, err := io.ReadAll(a.stdin)
+			if err != nil {
+				return fmt.Errorf("reading the batch from stdin: %w", err)
+			}
+			var items []batchCall
+			dec := json.NewDecoder(bytes.NewReader(b))
+			if err := dec.Decode(&items); err != nil {
+				return usageError(`reading the batch from stdin: %v: expected a JSON array of {"id","name","input"}`, err)
+			}
+			if dec.More() {
+				return usageError("reading the batch from stdin: text after the JSON array")
+			}
+			if len(items) == 0 {
+				return usageError("the batch on stdin is empty: give at least one call")
+			}
+			calls := make([]*tacklev1.ToolCall, len(items))
+			for i, it := range items {
+				id := it.ID
+				if id == "" {
+					id = newID("call_")
+				}
+				input := "{}"
+				if len(it.Input) > 0 {
+					input = string(it.Input)
+				}
+				calls[i] = &tacklev1.ToolCall{Id: id, Name: it.Name, InputJson: input}
+			}
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			sid, err := a.resolveSession(ctx, c, &f.sessionFlags)
+			if err != nil {
+				return err
+			}
+			results, err := a.runTurn(ctx, c, sid, calls, &f, false)
+			if err != nil {
+				return err
+			}
+			anyError := false
+			for _, r := range results {
+				anyError = anyError || r.GetIsError()
+			}
+			if f.asJSON {
+				out := make([]*resultJSON, len(results))
+				for i, r := range results {
+					out[i] = resultToJSON(r)
+				}
+				if err := a.printJSON(out); err != nil {
+					return err
+				}
+			} else {
+				for i, r := range results {
+					if i > 0 {
+						fmt.Fprintln(a.stdout)
+					}
+					fmt.Fprintf(a.stdout, "── %s %s: %s (%d ms)\n", r.GetName(), r.GetId(), r.GetStatus(), r.GetDurationMs())
+					a.printResult(r)
+				}
+			}
+			if anyError {
+				return &exitError{code: ExitError}
+			}
+			return nil
+		}),
+	}
+	f.register(cmd)
+	return cmd
+}

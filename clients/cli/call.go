@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+func (a *app) callCommand() *cobra.Command {
+	var f turnFlags
+	cmd := &cobra.Command{
+		Use:   "call NAME [INPUT]",
+		Short: "Run one tool call through the daemon's pipeline",
+		Long: `Run one tool call through the daemon's pipeline and print its result.
+
+INPUT is a JSON object, or - to read it from stdin; the default is {}.
+Input that is not valid JSON is passed on: the pipeline reports it as an
+invalid result. Exit status: 0 when the result is not an error, 1 when it is,
+2 for usage or connection errors.`,
+		Example: `  tackle call Read '{"file_path":"/etc/hostname"}'
+  echo '{"pattern":"**/*.go"}' | tackle call Glob - --json`,
+		Args: cobra.RangeArgs(1, 2),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if err := checkMode(f.mode); err != nil {
+				return err
+			}
+			input, stdinFree := "{}", true
+			if len(args) == 2 {
+				input = args[1]
+				if input == "-" {
+					b, err := io.ReadAll(a.stdin)
+					if err != nil {
+						return fmt.Errorf("reading the input from stdin: %w", err)
+					}
+					input, stdinFree = strings.TrimSpace(string(b)), false
+					if input == "" {
+						input = "{}"
+					}
+				}
+			}
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			sid, err := a.resolveSession(ctx, c, &f.sessionFlags)
+			if err != nil {
+				return err
+			}
+			calls := []*tacklev1.ToolCall{{Id: newID("call_"), Name: args[0], InputJson: input}}
+			results, err := a.runTurn(ctx, c, sid, calls, &f, stdinFree)
+			if err != nil {
+				return err
+			}
+			r := results[0]
+			if f.asJSON {
+				if err := a.printJSON(resultToJSON(r)); err != nil {
+					return err
+				}
+			} else {
+				a.printResult(r)
+			}
+			if r.GetIsError() {
+				return &exitError{code: ExitError}
+			}
+			return nil
+		}),
+	}
+	f.register(cmd)
+	return cmd
+}
+
+// printResult prints a result for a person: a diff for edits (coloured on
+// a terminal), else the text content; images as a placeholder line. When
+// the result is an error its status goes to stderr.
+func (a *app) printResult(r *tacklev1.ToolResult) {
+	w := a.stdout
+	if !r.GetIsError() && isDiff(r.GetDisplay()) {
+		writeDiff(w, r.GetDisplay(), a.colour(w))
+		return
+	}
+	for _, b := range r.GetContent() {
+		switch b.GetType() {
+		case "image":
+			fmt.Fprintf(w, "[image %s, %d bytes]\n", b.GetMimeType(), len(b.GetData()))
+		default:
+			text := b.GetText()
+			io.WriteString(w, text)
+			if text != "" && !strings.HasSuffix(text, "\n") {
+				io.WriteString(w, "\n")
+			}
+		}
+	}
+	if r.GetIsError() {
+		fmt.Fprintf(a.stderr, "tackle: %s %s\n", r.GetName(), r.GetStatus())
+	}
+}

@@ -1,0 +1,52 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
+)
+
+// stopTimeout bounds waiting for a daemon to finish its in-flight calls.
+const stopTimeout = 60 * time.Second
+
+func (a *app) daemonCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Start or stop tackled",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "stop",
+		Short: "Stop the daemon gracefully (in-flight calls end as cancelled); never starts one",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), stopTimeout)
+			defer cancel()
+			if err := client.Stop(ctx, a.socketPath()); err != nil {
+				return fmt.Errorf("stopping the daemon: %w", err)
+			}
+			return nil
+		}),
+	}, &cobra.Command{
+		Use:   "start",
+		Short: "Start the daemon unless one answers, and print its pid",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.Status(ctx)
+			if err != nil {
+				return fmt.Errorf("asking the daemon for its status: %w", err)
+			}
+			fmt.Fprintf(a.stdout, "tackled running, pid %d, socket %s\n", st.GetPid(), c.Socket())
+			return nil
+		}),
+	})
+	return cmd
+}

@@ -1,0 +1,183 @@
+package cli
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+func (a *app) sessionsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "sessions",
+		Aliases: []string{"session"},
+		Short:   "Create, list, show and remove sessions",
+	}
+	cmd.AddCommand(a.sessionsNewCommand(), a.sessionsListCommand(), a.sessionsShowCommand(), a.sessionsRmCommand())
+	return cmd
+}
+
+func (a *app) sessionsNewCommand() *cobra.Command {
+	var (
+		cwd    string
+		mode   string
+		dirs   []string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "new",
+		Short: "Create a session (it records this client's environment)",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			if err := checkMode(mode); err != nil {
+				return err
+			}
+			dir, err := absDir(cwd)
+			if err != nil {
+				return err
+			}
+			req := newSessionRequest(dir, a.environ, false)
+			req.PermissionMode = mode
+			for _, d := range dirs {
+				abs, err := absDir(d)
+				if err != nil {
+					return err
+				}
+				req.AdditionalDirectories = append(req.AdditionalDirectories, abs)
+			}
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			resp, err := c.CreateSession(ctx, req)
+			if err != nil {
+				return fmt.Errorf("creating a session: %w", err)
+			}
+			if asJSON {
+				return a.printJSON(sessionToJSON(resp.GetSession()))
+			}
+			fmt.Fprintln(a.stdout, resp.GetSession().GetId())
+			return nil
+		}),
+	}
+	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory (default: the current directory)")
+	cmd.Flags().StringVar(&mode, "permission-mode", "", "permission mode: default, acceptEdits, plan, dontAsk, bypassPermissions")
+	cmd.Flags().StringArrayVar(&dirs, "add-dir", nil, "an additional working directory (repeatable)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session as a JSON object")
+	return cmd
+}
+
+func (a *app) sessionsListCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List sessions, newest first",
+		Args:    cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			list, err := c.ListSessions(ctx)
+			if err != nil {
+				return fmt.Errorf("listing sessions: %w", err)
+			}
+			if asJSON {
+				out := make([]*sessionJSON, 0, len(list))
+				for _, s := range list {
+					out = append(out, sessionToJSON(s))
+				}
+				return a.printJSON(out)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tMODE\tEVENTS\tUPDATED\tCWD")
+			for _, s := range list {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.GetId(), modeName(s.GetPermissionMode()), s.GetLastSeq(),
+					s.GetUpdatedAt().AsTime().Local().Format("2006-01-02 15:04"), s.GetCwd())
+			}
+			return tw.Flush()
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+func (a *app) sessionsShowCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one session",
+		Args:  cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			s, err := c.GetSession(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("showing session %s: %w", args[0], err)
+			}
+			if asJSON {
+				return a.printJSON(sessionToJSON(s))
+			}
+			a.printSession(s)
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+func (a *app) printSession(s *tacklev1.Session) {
+	j := sessionToJSON(s)
+	w := a.stdout
+	fmt.Fprintf(w, "session     %s\n", j.ID)
+	fmt.Fprintf(w, "cwd         %s\n", j.Cwd)
+	for _, d := range j.AdditionalDirectories {
+		fmt.Fprintf(w, "also        %s\n", d)
+	}
+	fmt.Fprintf(w, "mode        %s\n", modeName(j.PermissionMode))
+	fmt.Fprintf(w, "events      %d\n", j.LastSeq)
+	fmt.Fprintf(w, "files read  %d\n", j.FilesRead)
+	fmt.Fprintf(w, "created     %s\n", j.CreatedAt)
+	fmt.Fprintf(w, "updated     %s\n", j.UpdatedAt)
+	fmt.Fprintf(w, "todos       %s\n", j.Todos)
+}
+
+func modeName(m string) string {
+	if m == "" {
+		return "default"
+	}
+	return m
+}
+
+func (a *app) sessionsRmCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "rm ID...",
+		Aliases: []string{"delete"},
+		Short:   "Remove sessions with their events and outputs",
+		Args:    cobra.MinimumNArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			for _, id := range args {
+				if err := c.DeleteSession(ctx, id); err != nil {
+					return fmt.Errorf("removing session %s: %w", id, err)
+				}
+			}
+			return nil
+		}),
+	}
+}

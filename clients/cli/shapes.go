@@ -1,0 +1,280 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// The --json shapes of the CLI contract. They are written out field by field
+// (not protojson) so names are snake_case, 64-bit numbers are numbers, JSON
+// carried in strings is embedded as JSON, and lists are [] rather than null.
+
+// printJSON writes v as indented JSON and a newline.
+func (a *app) printJSON(v any) error { return a.writeJSON(v, "  ") }
+
+// printJSONLine writes v as one line of JSON.
+func (a *app) printJSONLine(v any) error { return a.writeJSON(v, "") }
+
+// writeJSON writes v and a newline in one write, without HTML escaping
+// (tool output is full of < and >).
+func (a *app) writeJSON(v any, indent string) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encoding JSON: %w", err)
+	}
+	_, err := a.stdout.Write(b.Bytes())
+	return err
+}
+
+// rawJSON embeds s as JSON when it is valid JSON, else as a JSON string, and
+// def when s is empty.
+func rawJSON(s, def string) json.RawMessage {
+	if s == "" {
+		if def == "" {
+			return nil
+		}
+		return json.RawMessage(def)
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// timeJSON formats a timestamp as RFC 3339 ("" when unset).
+func timeJSON(t *timestamppb.Timestamp) string {
+	if t == nil {
+		return ""
+	}
+	return t.AsTime().UTC().Format(time.RFC3339Nano)
+}
+
+// contentJSON is one content block: text or image.
+type contentJSON struct {
+	Type     string  `json:"type"`
+	Text     *string `json:"text,omitempty"`
+	MimeType string  `json:"mime_type,omitempty"`
+	Data     []byte  `json:"data,omitempty"` // base64 in JSON
+}
+
+// resultJSON is the --json shape of a tool result.
+type resultJSON struct {
+	ID         string        `json:"id"`
+	Name       string        `json:"name"`
+	Status     string        `json:"status"`
+	IsError    bool          `json:"is_error"`
+	Content    []contentJSON `json:"content"`
+	Display    string        `json:"display,omitempty"`
+	DurationMS int64         `json:"duration_ms"`
+}
+
+func resultToJSON(r *tacklev1.ToolResult) *resultJSON {
+	if r == nil {
+		return nil
+	}
+	out := &resultJSON{
+		ID: r.GetId(), Name: r.GetName(), Status: r.GetStatus(), IsError: r.GetIsError(),
+		Content: []contentJSON{}, Display: r.GetDisplay(), DurationMS: r.GetDurationMs(),
+	}
+	for _, b := range r.GetContent() {
+		c := contentJSON{Type: b.GetType()}
+		switch b.GetType() {
+		case "image":
+			c.MimeType, c.Data = b.GetMimeType(), b.GetData()
+			if c.Data == nil {
+				c.Data = []byte{}
+			}
+		default:
+			t := b.GetText()
+			c.Text = &t
+		}
+		out.Content = append(out.Content, c)
+	}
+	return out
+}
+
+// sessionJSON is the --json shape of a session.
+type sessionJSON struct {
+	ID                    string          `json:"id"`
+	Cwd                   string          `json:"cwd"`
+	AdditionalDirectories []string        `json:"additional_directories"`
+	PermissionMode        string          `json:"permission_mode"`
+	Todos                 json.RawMessage `json:"todos"`
+	CreatedAt             string          `json:"created_at,omitempty"`
+	UpdatedAt             string          `json:"updated_at,omitempty"`
+	LastSeq               uint64          `json:"last_seq"`
+	FilesRead             uint32          `json:"files_read"`
+}
+
+func sessionToJSON(s *tacklev1.Session) *sessionJSON {
+	if s == nil {
+		return nil
+	}
+	dirs := s.GetAdditionalDirectories()
+	if dirs == nil {
+		dirs = []string{}
+	}
+	return &sessionJSON{
+		ID: s.GetId(), Cwd: s.GetCwd(), AdditionalDirectories: dirs, PermissionMode: s.GetPermissionMode(),
+		Todos: rawJSON(s.GetTodosJson(), "[]"), CreatedAt: timeJSON(s.GetCreatedAt()), UpdatedAt: timeJSON(s.GetUpdatedAt()),
+		LastSeq: s.GetLastSeq(), FilesRead: s.GetFilesRead(),
+	}
+}
+
+// sessionChangeJSON is the session of a session_updated event: only the
+// fields that changed.
+type sessionChangeJSON struct {
+	Cwd            string          `json:"cwd,omitempty"`
+	PermissionMode string          `json:"permission_mode,omitempty"`
+	Todos          json.RawMessage `json:"todos,omitempty"`
+}
+
+// callJSON is a call as submitted.
+type callJSON struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name"`
+	Input json.RawMessage `json:"input"`
+}
+
+// permissionJSON is a pending permission request.
+type permissionJSON struct {
+	RequestID string          `json:"request_id"`
+	TurnID    string          `json:"turn_id,omitempty"`
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Input     json.RawMessage `json:"input"`
+	Reason    string          `json:"reason"`
+	Deadline  string          `json:"deadline,omitempty"`
+}
+
+func permissionToJSON(p *tacklev1.PermissionRequest) *permissionJSON {
+	if p == nil {
+		return nil
+	}
+	return &permissionJSON{
+		RequestID: p.GetRequestId(), TurnID: p.GetTurnId(), CallID: p.GetCallId(), Tool: p.GetTool(),
+		Input: rawJSON(p.GetInputJson(), "{}"), Reason: p.GetReason(), Deadline: timeJSON(p.GetDeadline()),
+	}
+}
+
+// resolutionJSON ends a permission request.
+type resolutionJSON struct {
+	RequestID string `json:"request_id"`
+	Decision  string `json:"decision"`
+	ClientID  string `json:"client_id,omitempty"`
+	Feedback  string `json:"feedback,omitempty"`
+}
+
+// runningJSON is a call that has not ended.
+type runningJSON struct {
+	TurnID string `json:"turn_id"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	State  string `json:"state"`
+}
+
+// snapshotJSON is the first line of `tackle attach --json`.
+type snapshotJSON struct {
+	Seq                uint64            `json:"seq"`
+	Type               string            `json:"type"`
+	Session            *sessionJSON      `json:"session"`
+	PendingPermissions []*permissionJSON `json:"pending_permissions"`
+	RunningCalls       []runningJSON     `json:"running_calls"`
+}
+
+func snapshotToJSON(s *tacklev1.Snapshot) *snapshotJSON {
+	out := &snapshotJSON{
+		Seq: s.GetSession().GetLastSeq(), Type: "snapshot", Session: sessionToJSON(s.GetSession()),
+		PendingPermissions: []*permissionJSON{}, RunningCalls: []runningJSON{},
+	}
+	for _, p := range s.GetPendingPermissions() {
+		out.PendingPermissions = append(out.PendingPermissions, permissionToJSON(p))
+	}
+	for _, r := range s.GetRunningCalls() {
+		out.RunningCalls = append(out.RunningCalls, runningJSON{TurnID: r.GetTurnId(), CallID: r.GetCallId(), Tool: r.GetTool(), State: r.GetState()})
+	}
+	return out
+}
+
+// eventJSON is one event line of `tackle attach --json`.
+type eventJSON struct {
+	Seq        uint64             `json:"seq"`
+	Type       string             `json:"type"`
+	SessionID  string             `json:"session_id"`
+	Time       string             `json:"time,omitempty"`
+	TurnID     string             `json:"turn_id,omitempty"`
+	CallID     string             `json:"call_id,omitempty"`
+	Tool       string             `json:"tool,omitempty"`
+	State      string             `json:"state,omitempty"`
+	Text       string             `json:"text,omitempty"`
+	Calls      []callJSON         `json:"calls,omitempty"`
+	Result     *resultJSON        `json:"result,omitempty"`
+	Permission *permissionJSON    `json:"permission,omitempty"`
+	Resolution *resolutionJSON    `json:"resolution,omitempty"`
+	Session    *sessionChangeJSON `json:"session,omitempty"`
+}
+
+func eventToJSON(e *tacklev1.Event) *eventJSON {
+	out := &eventJSON{
+		Seq: e.GetSeq(), Type: e.GetType(), SessionID: e.GetSessionId(), Time: timeJSON(e.GetTime()),
+		TurnID: e.GetTurnId(), CallID: e.GetCallId(), Tool: e.GetTool(), State: e.GetState(), Text: e.GetText(),
+		Result: resultToJSON(e.GetResult()), Permission: permissionToJSON(e.GetPermission()),
+	}
+	for _, c := range e.GetCalls() {
+		out.Calls = append(out.Calls, callJSON{ID: c.GetId(), Name: c.GetName(), Input: rawJSON(c.GetInputJson(), "{}")})
+	}
+	if r := e.GetResolution(); r != nil {
+		out.Resolution = &resolutionJSON{RequestID: r.GetRequestId(), Decision: r.GetDecision(), ClientID: r.GetClientId(), Feedback: r.GetFeedback()}
+	}
+	if s := e.GetSession(); s != nil && (s.GetCwd() != "" || s.GetPermissionMode() != "" || s.GetTodosJson() != "") {
+		out.Session = &sessionChangeJSON{Cwd: s.GetCwd(), PermissionMode: s.GetPermissionMode(), Todos: rawJSON(s.GetTodosJson(), "")}
+	}
+	return out
+}
+
+// toolJSON is one element of `tackle tools --json`.
+type toolJSON struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	Loaded      bool            `json:"loaded"`
+	Attributes  attributesJSON  `json:"attributes"`
+	Aliases     []string        `json:"aliases,omitempty"`
+}
+
+// attributesJSON are a tool's attributes.
+type attributesJSON struct {
+	ReadOnly        bool   `json:"read_only"`
+	Destructive     bool   `json:"destructive"`
+	ConcurrencySafe bool   `json:"concurrency_safe"`
+	Interactive     bool   `json:"interactive"`
+	Deferred        bool   `json:"deferred"`
+	Origin          string `json:"origin"`
+	MaxResultChars  int64  `json:"max_result_chars"`
+}
+
+func toolToJSON(t *tacklev1.ToolInfo) toolJSON {
+	at := t.GetAttributes()
+	return toolJSON{
+		Name: t.GetName(), Description: t.GetDescription(), InputSchema: rawJSON(t.GetInputSchemaJson(), ""),
+		Loaded: t.GetLoaded(), Aliases: t.GetAliases(),
+		Attributes: attributesJSON{
+			ReadOnly: at.GetReadOnly(), Destructive: at.GetDestructive(), ConcurrencySafe: at.GetConcurrencySafe(),
+			Interactive: at.GetInteractive(), Deferred: at.GetDeferred(), Origin: at.GetOrigin(), MaxResultChars: at.GetMaxResultChars(),
+		},
+	}
+}
+
+// newSessionRequest builds a CreateSessionRequest carrying the client's environment.
+func newSessionRequest(cwd string, env []string, defaultForCwd bool) *tacklev1.CreateSessionRequest {
+	return &tacklev1.CreateSessionRequest{Cwd: cwd, Env: env, DefaultForCwd: defaultForCwd}
+}

@@ -1,0 +1,70 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// statusJSON is the --json shape of `tackle status`.
+type statusJSON struct {
+	Version         string `json:"version"`
+	BuildID         string `json:"build_id"`
+	PID             int64  `json:"pid"`
+	Socket          string `json:"socket"`
+	UptimeSeconds   int64  `json:"uptime_seconds"`
+	Sessions        uint32 `json:"sessions"`
+	Clients         uint32 `json:"clients"`
+	ProtocolVersion uint32 `json:"protocol_version"`
+	RSSBytes        int64  `json:"rss_bytes"`
+}
+
+func (a *app) statusCommand() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Describe the running daemon (starting one if none answers)",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.Status(ctx)
+			if err != nil {
+				return fmt.Errorf("asking the daemon for its status: %w", err)
+			}
+			out := statusJSON{
+				Version:         st.GetVersion(),
+				BuildID:         st.GetBuildId(),
+				PID:             st.GetPid(),
+				Socket:          st.GetSocket(),
+				UptimeSeconds:   st.GetUptimeSeconds(),
+				Sessions:        st.GetSessions(),
+				Clients:         st.GetClients(),
+				ProtocolVersion: st.GetProtocolVersion(),
+				RSSBytes:        st.GetRssBytes(),
+			}
+			if out.Socket == "" {
+				out.Socket = c.Socket()
+			}
+			if asJSON {
+				return a.printJSON(out)
+			}
+			w := a.stdout
+			fmt.Fprintf(w, "tackled %s (build %s)\n", out.Version, out.BuildID)
+			fmt.Fprintf(w, "pid       %d\n", out.PID)
+			fmt.Fprintf(w, "socket    %s\n", out.Socket)
+			fmt.Fprintf(w, "uptime    %v\n", time.Duration(out.UptimeSeconds)*time.Second)
+			fmt.Fprintf(w, "sessions  %d\n", out.Sessions)
+			fmt.Fprintf(w, "clients   %d\n", out.Clients)
+			fmt.Fprintf(w, "memory    %.1f MB\n", float64(out.RSSBytes)/(1<<20))
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
+}

@@ -1,0 +1,103 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+func (a *app) toolsCommand() *cobra.Command {
+	var (
+		sf     sessionFlags
+		all    bool
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "tools",
+		Short: "List the tools of a session as the model sees them, with their attributes",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			req := &tacklev1.ListToolsRequest{All: all}
+			switch {
+			case sf.session != "":
+				req.SessionId = sf.session
+			case a.getenv("TACKLE_SESSION") != "" && sf.cwd == "":
+				req.SessionId = a.getenv("TACKLE_SESSION")
+			default:
+				dir, err := absDir(sf.cwd)
+				if err != nil {
+					return err
+				}
+				req.Cwd = dir
+			}
+			c, err := a.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			tools, err := c.ListTools(ctx, req)
+			if err != nil {
+				return fmt.Errorf("listing tools: %w", err)
+			}
+			if asJSON {
+				out := make([]toolJSON, 0, len(tools))
+				for _, t := range tools {
+					out = append(out, toolToJSON(t))
+				}
+				return a.printJSON(out)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tATTRIBUTES\tDESCRIPTION")
+			for _, t := range tools {
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.GetName(), attrSummary(t), firstLine(t.GetDescription()))
+			}
+			return tw.Flush()
+		}),
+	}
+	sf.register(cmd)
+	cmd.Flags().BoolVar(&all, "all", false, "include the input schemas of deferred tools that are not loaded")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+// attrSummary is a short list of a tool's attributes for people.
+func attrSummary(t *tacklev1.ToolInfo) string {
+	at := t.GetAttributes()
+	var parts []string
+	if at.GetReadOnly() {
+		parts = append(parts, "read-only")
+	}
+	if at.GetDestructive() {
+		parts = append(parts, "destructive")
+	}
+	if at.GetConcurrencySafe() {
+		parts = append(parts, "parallel")
+	}
+	if at.GetInteractive() {
+		parts = append(parts, "interactive")
+	}
+	if at.GetDeferred() {
+		if t.GetLoaded() {
+			parts = append(parts, "deferred(loaded)")
+		} else {
+			parts = append(parts, "deferred")
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, ",")
+}
+
+// firstLine returns the first line of s, cut at 80 characters.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:79]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// cancelGrace is how long an interrupted turn may take to deliver its
+// cancelled results before tackle gives up waiting.
+const cancelGrace = 10 * time.Second
+
+// turnFlags are the flags shared by call and batch.
+type turnFlags struct {
+	sessionFlags
+	mode    string
+	timeout uint32
+	asJSON  bool
+}
+
+func (f *turnFlags) register(cmd *cobra.Command) {
+	f.sessionFlags.register(cmd)
+	cmd.Flags().StringVar(&f.mode, "permission-mode", "", "permission mode for this call: default, acceptEdits, plan, dontAsk, bypassPermissions")
+	cmd.Flags().Uint32Var(&f.timeout, "permission-timeout", 0, "seconds a permission request waits for an answer before it is denied (0: the daemon's default)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print results as JSON")
+}
+
+// newID returns prefix followed by 16 random hex digits.
+func newID(prefix string) string {
+	var b [8]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// turn is one RunBatch in flight and what tackle knows about it.
+type turn struct {
+	a         *app
+	s         *client.Stream
+	sessionID string
+	calls     []*tacklev1.ToolCall
+	turnID    string
+	results   map[string]*tacklev1.ToolResult
+	ended     bool
+	spin      *spinner
+	label     string
+
+	// prompt asks permission requests on stdin (a terminal); nil when
+	// stdin is not one or carried the input.
+	prompt *prompter
+}
+
+// runTurn runs calls as one model turn in the session and returns their
+// results in call order. stdinFree tells whether stdin may be used to
+// answer permission requests. Cancelling ctx cancels the turn; the
+// cancelled results are still collected.
+func (a *app) runTurn(ctx context.Context, c *client.Client, sessionID string, calls []*tacklev1.ToolCall, f *turnFlags, stdinFree bool) ([]*tacklev1.ToolResult, error) {
+	// The stream outlives an interrupt so the cancelled results arrive.
+	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer scancel()
+	s, err := c.Attach(sctx, tacklev1.Role_ROLE_CONTROLLER)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if _, err := s.Subscribe(sessionID, 0, true); err != nil {
+		return nil, err
+	}
+	ref := newID("ref-")
+	if err := s.RunBatch(&tacklev1.RunBatch{
+		SessionId: sessionID, Calls: calls, Ref: ref,
+		PermissionMode: f.mode, PermissionTimeoutSeconds: f.timeout,
+	}); err != nil {
+		return nil, fmt.Errorf("running the batch: %w", err)
+	}
+
+	type item struct {
+		m   *tacklev1.ServerMessage
+		err error
+	}
+	msgs := make(chan item)
+	go func() {
+		defer close(msgs)
+		for m, err := range s.Messages() {
+			select {
+			case msgs <- item{m, err}:
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+
+	t := &turn{
+		a: a, s: s, sessionID: sessionID, calls: calls, results: map[string]*tacklev1.ToolResult{},
+	}
+	if stdinFree && isTerminal(a.stdin) {
+		t.prompt = newPrompter(a, s, sessionID)
+		t.prompt.before = func() { t.spin.Stop() }
+		t.prompt.after = func() { t.spin = startSpinner(a.stderr, t.label) }
+	}
+	t.label = calls[0].GetName()
+	if len(calls) > 1 {
+		t.label = fmt.Sprintf("%d calls", len(calls))
+	}
+	t.spin = startSpinner(a.stderr, t.label)
+	defer func() { t.spin.Stop() }()
+
+	interrupted := ctx.Done()
+	cancelWanted := false
+	var grace <-chan time.Time
+	var early []*tacklev1.Event // events that came before BatchAccepted
+	for !t.done() {
+		select {
+		case <-interrupted:
+			interrupted = nil
+			cancelWanted = true
+			grace = time.After(cancelGrace)
+			t.spin.Stop()
+			fmt.Fprintln(a.stderr, "tackle: interrupted; cancelling the calls")
+			if t.turnID != "" {
+				if err := s.Cancel(sessionID, t.turnID, ""); err != nil {
+					return nil, fmt.Errorf("cancelling the turn: %w", err)
+				}
+			}
+		case <-grace:
+			return nil, fmt.Errorf("interrupted: the calls did not end within %v after cancelling", cancelGrace)
+		case line := <-t.prompt.input():
+			if err := t.prompt.answer(line); err != nil {
+				return nil, err
+			}
+		case it, ok := <-msgs:
+			if !ok {
+				return nil, fmt.Errorf("the daemon ended the stream before the calls ended: %w", client.ErrUnavailable)
+			}
+			if it.err != nil {
+				return nil, fmt.Errorf("receiving events: %w", it.err)
+			}
+			switch m := it.m.GetMsg().(type) {
+			case *tacklev1.ServerMessage_BatchAccepted:
+				if m.BatchAccepted.GetRef() != ref || t.turnID != "" {
+					continue
+				}
+				t.turnID = m.BatchAccepted.GetTurnId()
+				if cancelWanted {
+					if err := s.Cancel(sessionID, t.turnID, ""); err != nil {
+						return nil, fmt.Errorf("cancelling the turn: %w", err)
+					}
+				}
+				for _, e := range early {
+					t.event(e)
+				}
+				early = nil
+			case *tacklev1.ServerMessage_Error:
+				se := client.NewStreamError(m.Error)
+				switch {
+				case t.turnID == "" && (se.Ref == ref || se.Ref == ""):
+					return nil, fmt.Errorf("running the batch: %w", se)
+				case se.ResubscribeFromSeq != 0:
+					// We fell behind: pick up where the log continues.
+					sub := &tacklev1.Subscribe{SessionId: sessionID, FromSeq: se.ResubscribeFromSeq}
+					if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
+						return nil, fmt.Errorf("subscribing again: %w", err)
+					}
+				default:
+					t.notice("daemon: %v", se)
+				}
+			case *tacklev1.ServerMessage_Event:
+				if t.turnID == "" {
+					early = append(early, m.Event)
+					continue
+				}
+				t.event(m.Event)
+			}
+		}
+	}
+	t.spin.Stop()
+	out := make([]*tacklev1.ToolResult, len(calls))
+	for i, call := range calls {
+		r := t.results[call.GetId()]
+		if r == nil {
+			r = &tacklev1.ToolResult{
+				Id: call.GetId(), Name: call.GetName(), Status: "failed", IsError: true,
+				Content: []*tacklev1.ContentBlock{{Type: "text", Text: "tackle received no result for this call before the turn ended"}},
+			}
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+// done reports whether every call has its result (or the turn ended).
+func (t *turn) done() bool { return t.ended || len(t.results) >= len(t.calls) }
+
+// notice prints a line on stderr, clearing the spinner first.
+func (t *turn) notice(format string, args ...any) {
+	t.spin.Stop()
+	fmt.Fprintf(t.a.stderr, "tackle: "+format+"\n", args...)
+}
+
+// event handles one event of the session.
+func (t *turn) event(e *tacklev1.Event) {
+	if e.GetTurnId() != t.turnID {
+		return
+	}
+	switch e.GetType() {
+	case "call_result":
+		r := e.GetResult()
+		id := r.GetId()
+		if id == "" {
+			id = e.GetCallId()
+		}
+		if r != nil {
+			t.results[id] = r
+		}
+	case "turn_ended":
+		t.ended = true
+	case "call_state":
+		t.spin.SetLabel(e.GetTool() + " " + strings.ReplaceAll(e.GetState(), "_", " "))
+	case "permission_requested":
+		t.permissionRequested(e.GetPermission())
+	case "permission_resolved":
+		t.permissionResolved(e.GetResolution())
+	}
+}
+
+func (t *turn) permissionRequested(p *tacklev1.PermissionRequest) {
+	if p == nil {
+		return
+	}
+	if t.prompt == nil {
+		deadline := ""
+		if d := p.GetDeadline(); d != nil {
+			deadline = " until " + d.AsTime().Local().Format("15:04:05")
+		}
+		t.notice("%s waits for approval%s (request %s: %s); another client may answer it, else it is denied",
+			p.GetTool(), deadline, p.GetRequestId(), p.GetReason())
+		return
+	}
+	t.prompt.requested(p)
+}
+
+func (t *turn) permissionResolved(r *tacklev1.PermissionResolved) {
+	if t.prompt != nil {
+		t.prompt.resolved(r)
+	}
+}

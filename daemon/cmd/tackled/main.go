@@ -1,0 +1,218 @@
+// Command tackled is the tackle daemon: it owns the tool pool of an AI
+// coding agent and serves it over gRPC on a unix socket.
+//
+//	tackled [--socket PATH] [--state-dir DIR] [--permission-timeout SECONDS] [--log-level LEVEL]
+//
+// It logs to STATE_DIR/tackled.log (JSON) and to stderr. SIGTERM and SIGINT
+// stop it gracefully (in-flight calls end as cancelled results) with exit
+// status 0. A second daemon on the same socket exits with status 1.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tackle-agent/tackle/daemon"
+	"github.com/tackle-agent/tackle/daemon/socket"
+)
+
+// Version is the daemon's version, set at link time with
+// -ldflags "-X main.Version=...".
+var Version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stderr))
+}
+
+// run is main without the exit, returning the exit status.
+func run(args []string, stderr io.Writer) int {
+	fl := flag.NewFlagSet("tackled", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	defSocket := os.Getenv("TACKLE_SOCKET")
+	if defSocket == "" {
+		defSocket = socket.DefaultPath()
+	}
+	sockPath := fl.String("socket", defSocket, "unix socket to listen on (env TACKLE_SOCKET)")
+	stateDir := fl.String("state-dir", defaultStateDir(), "directory of state.db, outputs/ and tackled.log")
+	permTimeout := fl.Int("permission-timeout", int(daemon.DefaultPermissionTimeout/time.Second), "seconds a permission request waits for an answer before it is denied")
+	logLevel := fl.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	showVersion := fl.Bool("version", false, "print the version and build id, then exit")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if fl.NArg() > 0 {
+		fmt.Fprintf(stderr, "tackled: unexpected arguments %q\n", fl.Args())
+		return 2
+	}
+	buildID := BuildID()
+	if *showVersion {
+		fmt.Fprintf(stderr, "tackled %s (build %s, revision %s)\n", Version, buildID, vcsRevision())
+		return 0
+	}
+	if *stateDir == "" {
+		fmt.Fprintln(stderr, "tackled: no state directory: set --state-dir, XDG_STATE_HOME or HOME")
+		return 2
+	}
+	if *permTimeout <= 0 {
+		fmt.Fprintln(stderr, "tackled: --permission-timeout must be a positive number of seconds")
+		return 2
+	}
+	level := hclog.LevelFromString(*logLevel)
+	if level == hclog.NoLevel {
+		fmt.Fprintf(stderr, "tackled: unknown log level %q: use trace, debug, info, warn or error\n", *logLevel)
+		return 2
+	}
+	sock, err := filepath.Abs(*sockPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "tackled: resolving socket path: %v\n", err)
+		return 2
+	}
+
+	if err := os.MkdirAll(*stateDir, 0o700); err != nil {
+		fmt.Fprintf(stderr, "tackled: creating state directory: %v\n", err)
+		return 1
+	}
+	logFile, err := os.OpenFile(filepath.Join(*stateDir, "tackled.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintf(stderr, "tackled: opening log file: %v\n", err)
+		return 1
+	}
+	defer logFile.Close()
+	log := hclog.NewInterceptLogger(&hclog.LoggerOptions{
+		Name:       "tackled",
+		Level:      level,
+		Output:     logFile,
+		JSONFormat: true,
+	})
+	log.RegisterSink(hclog.NewSinkAdapter(&hclog.LoggerOptions{
+		Name:   "tackled",
+		Level:  level,
+		Output: stderr,
+	}))
+
+	ln, err := socket.Listen(sock)
+	if errors.Is(err, socket.ErrInUse) {
+		if pid := runningPID(sock); pid > 0 {
+			fmt.Fprintf(stderr, "tackled is already running on %s (pid %d)\n", sock, pid)
+		} else {
+			fmt.Fprintf(stderr, "tackled is already running on %s\n", sock)
+		}
+		return 1
+	}
+	if err != nil {
+		log.Error("cannot listen", "error", err)
+		return 1
+	}
+
+	d, err := daemon.New(&daemon.Options{
+		Socket:            sock,
+		StateDir:          *stateDir,
+		Home:              os.Getenv("HOME"),
+		ConfigHome:        os.Getenv("XDG_CONFIG_HOME"),
+		PermissionTimeout: time.Duration(*permTimeout) * time.Second,
+		Version:           Version,
+		BuildID:           buildID,
+		Logger:            log,
+	})
+	if err != nil {
+		ln.Close()
+		log.Error("cannot start", "error", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go func() {
+		// After the first signal, a second one kills the process at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := d.Run(ctx, ln); err != nil {
+		log.Error("stopped with an error", "error", err)
+		return 1
+	}
+	return 0
+}
+
+// runningPID returns the pid of the daemon answering on path, from the
+// socket's peer credentials, or 0.
+func runningPID(path string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	c, err := socket.Dial(ctx, path)
+	if err != nil {
+		return 0
+	}
+	defer c.Close()
+	pid, err := socket.PeerPID(c)
+	if err != nil {
+		return 0
+	}
+	return int(pid)
+}
+
+// defaultStateDir is $XDG_STATE_HOME/tackle, else ~/.local/state/tackle.
+func defaultStateDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "tackle")
+	}
+	if h := os.Getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "state", "tackle")
+	}
+	return ""
+}
+
+// BuildID identifies this build of tackled: the first 12 hex digits of the
+// SHA-256 of the executable file, so that a client can compute the id of a
+// tackled binary on disk and restart a daemon of another build. If the
+// executable cannot be read, it falls back to the VCS revision.
+func BuildID() string {
+	if exe, err := os.Executable(); err == nil {
+		if f, err := os.Open(exe); err == nil {
+			defer f.Close()
+			h := sha256.New()
+			if _, err := io.Copy(h, f); err == nil {
+				return hex.EncodeToString(h.Sum(nil))[:12]
+			}
+		}
+	}
+	return vcsRevision()
+}
+
+// vcsRevision is the VCS revision the binary was built from ("unknown" if
+// not recorded), with "+dirty" for a modified tree.
+func vcsRevision() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "unknown", false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return rev
+}

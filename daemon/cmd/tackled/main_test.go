@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/tackle-agent/tackle/daemon/daemontest"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// binary is the tackled built for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tackled-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "tackled")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintf(os.Stderr, "building tackled: %v\n", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// env is the directories of one test's daemons: never the real home.
+type env struct {
+	root, socket, state string
+}
+
+func newEnv(t *testing.T) env {
+	t.Helper()
+	root, err := os.MkdirTemp("", "tk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	return env{root: root, socket: filepath.Join(root, "run", "tackled.sock"), state: filepath.Join(root, "state")}
+}
+
+func (e env) command(args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, append([]string{"--socket", e.socket, "--state-dir", e.state, "--log-level", "debug"}, args...)...)
+	cmd.Env = append(os.Environ(),
+		"HOME="+filepath.Join(e.root, "home"),
+		"XDG_CONFIG_HOME="+filepath.Join(e.root, "home", ".config"),
+		"XDG_STATE_HOME="+filepath.Join(e.root, "home", ".local", "state"),
+		"TACKLE_SOCKET=",
+	)
+	return cmd
+}
+
+// daemonProc is a running tackled.
+type daemonProc struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	exited chan error
+}
+
+// start runs tackled and waits until it logs that it serves.
+func (e env) start(t *testing.T) *daemonProc {
+	t.Helper()
+	cmd := e.command()
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &daemonProc{cmd: cmd, lines: make(chan string, 1000), exited: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default: // nobody reads the rest
+			}
+		}
+		close(p.lines)
+		p.exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+		for range p.lines {
+		}
+	})
+	for line := range p.lines {
+		t.Log(line)
+		if strings.Contains(line, "serving") {
+			return p
+		}
+	}
+	t.Fatalf("tackled exited before serving: %v", <-p.exited)
+	return nil
+}
+
+// stop sends sig and waits for the exit status.
+func (p *daemonProc) stop(t *testing.T, sig os.Signal) int {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	for line := range p.lines {
+		t.Log(line)
+	}
+	<-p.exited
+	return p.cmd.ProcessState.ExitCode()
+}
+
+func TestSecondDaemonExits(t *testing.T) {
+	e := newEnv(t)
+	first := e.start(t)
+
+	second := e.command()
+	out, err := second.CombinedOutput()
+	if second.ProcessState.ExitCode() != 1 {
+		t.Fatalf("second tackled: %v, exit %d, output:\n%s", err, second.ProcessState.ExitCode(), out)
+	}
+	want := fmt.Sprintf("tackled is already running on %s (pid %d)", e.socket, first.cmd.Process.Pid)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("second tackled said:\n%s\nwant %q", out, want)
+	}
+	// The first one still answers.
+	conn, err := daemontest.Dial(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	st, err := tacklev1.NewTackleServiceClient(conn).Status(context.Background(), &tacklev1.StatusRequest{})
+	if err != nil || st.GetPid() != int64(first.cmd.Process.Pid) {
+		t.Fatalf("Status of the first daemon = %v, %v", st, err)
+	}
+	if st.GetVersion() != Version || len(st.GetBuildId()) != 12 {
+		t.Errorf("version %q build id %q", st.GetVersion(), st.GetBuildId())
+	}
+	if code := first.stop(t, syscall.SIGINT); code != 0 {
+		t.Errorf("exit status after SIGINT = %d, want 0", code)
+	}
+	if _, err := os.Lstat(e.socket); !os.IsNotExist(err) {
+		t.Errorf("socket left behind: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(e.state, "tackled.log")); err != nil || fi.Size() == 0 {
+		t.Errorf("log file: %v", err)
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	e := newEnv(t)
+	for _, args := range [][]string{{"--permission-timeout", "0"}, {"--log-level", "loud"}, {"extra"}} {
+		cmd := e.command(args...)
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 || len(out) == 0 {
+			t.Errorf("tackled %v: exit %d, output %q; want 2 and a message", args, cmd.ProcessState.ExitCode(), out)
+		}
+	}
+}
+
+func TestSIGTERMCancelsInFlightCall(t *testing.T) {
+	e := newEnv(t)
+	p := e.start(t)
+	project := t.TempDir()
+	target := filepath.Join(project, "never.txt")
+
+	conn, err := daemontest.Dial(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := tacklev1.NewTackleServiceClient(conn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs, err := cl.CreateSession(ctx, &tacklev1.CreateSessionRequest{Cwd: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cs.GetSession().GetId()
+	st, err := cl.Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func(m *tacklev1.ClientMessage) {
+		t.Helper()
+		if err := st.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "test"}}})
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}})
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
+		SessionId: id, Ref: "b",
+		Calls: []*tacklev1.ToolCall{{Id: "w1", Name: "Write", InputJson: `{"file_path":"` + target + `","content":"x"}`}},
+	}}})
+	// The Write waits for a permission answer that never comes: a long call.
+	var turn string
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ba := m.GetBatchAccepted(); ba != nil {
+			turn = ba.GetTurnId()
+		}
+		if m.GetEvent().GetType() == "permission_requested" {
+			break
+		}
+	}
+	if code := p.stop(t, syscall.SIGTERM); code != 0 {
+		t.Fatalf("exit status after SIGTERM = %d, want 0", code)
+	}
+	for {
+		if _, err := st.Recv(); err != nil {
+			break // the stream ends with the daemon
+		}
+	}
+	conn.Close()
+
+	// Restart on the same state: the call's result is in the log, cancelled.
+	e.start(t)
+	conn2, err := daemontest.Dial(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	st2, err := tacklev1.NewTackleServiceClient(conn2).Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = st2
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "test"}}})
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}})
+	for {
+		m, err := st2.Recv()
+		if err == io.EOF || err != nil {
+			t.Fatalf("no turn_ended for %s after restart: %v", turn, err)
+		}
+		e := m.GetEvent()
+		if e.GetType() == "call_result" && e.GetCallId() == "w1" {
+			if e.GetResult().GetStatus() != "cancelled" {
+				t.Errorf("result after SIGTERM = %v, want cancelled", e.GetResult())
+			}
+		}
+		if e.GetType() == "turn_ended" && e.GetTurnId() == turn {
+			break
+		}
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Errorf("the cancelled Write wrote its file: %v", err)
+	}
+}

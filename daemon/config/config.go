@@ -1,0 +1,508 @@
+// Package config reads tackle's settings: the one list of settings sources
+// (managed, user, project, local; tackle's own files and Claude Code's), their
+// merge into one Settings per project directory, and re-reading them when
+// they change.
+//
+// It only reads. Writing settings ("always allow" rules, trust) belongs to
+// the packages that own those decisions. It knows nothing of sessions or
+// permissions beyond the shape of the permissions block.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Source scopes, lowest precedence first.
+const (
+	ScopeUser    = "user"
+	ScopeProject = "project"
+	ScopeLocal   = "local"
+	ScopeManaged = "managed"
+)
+
+// DefaultManagedPath is the managed (administrator) settings file.
+const DefaultManagedPath = "/etc/tackle/managed-settings.json"
+
+// sources is THE settings source list, lowest precedence first: a later
+// entry wins for scalars. Within a scope tackle's own file comes after (wins
+// over) Claude Code's. Adding a location is one line here. A function
+// returns "" when its base directory is unknown.
+var sources = []struct {
+	scope string
+	path  func(o *Options, project string) string
+}{
+	{ScopeUser, func(o *Options, _ string) string { return join(o.Home, ".claude", "settings.json") }},
+	{ScopeUser, func(o *Options, _ string) string { return join(o.ConfigHome, "tackle", "settings.json") }},
+	{ScopeProject, func(_ *Options, p string) string { return join(p, ".claude", "settings.json") }},
+	{ScopeProject, func(_ *Options, p string) string { return join(p, ".tackle", "settings.json") }},
+	{ScopeLocal, func(_ *Options, p string) string { return join(p, ".claude", "settings.local.json") }},
+	{ScopeLocal, func(_ *Options, p string) string { return join(p, ".tackle", "settings.local.json") }},
+	{ScopeManaged, func(o *Options, _ string) string { return o.ManagedPath }},
+}
+
+func join(base string, elem ...string) string {
+	if base == "" {
+		return ""
+	}
+	return filepath.Join(append([]string{base}, elem...)...)
+}
+
+// Settings is the merged view of every settings source for one project
+// directory. A *Settings returned by Load is shared: do not modify it.
+type Settings struct {
+	Permissions Permissions
+	// Raw holds the merged top-level keys (the highest source that has a key wins).
+	Raw map[string]json.RawMessage
+	// Layers are the parsed files that contributed, lowest precedence first,
+	// for keys that merge in their own way (hooks, env).
+	Layers []Layer
+}
+
+// Layer is the content of one settings file.
+type Layer struct {
+	Source Source
+	Raw    map[string]json.RawMessage
+}
+
+// Permissions is the merged "permissions" block. Lists are concatenated
+// across files (lowest precedence first, duplicates dropped); each scalar
+// comes from the highest source that sets it.
+type Permissions struct {
+	DefaultMode           string
+	AdditionalDirectories []string
+	Allow, Ask, Deny      []string
+	// AskTimeoutSeconds is how long an ask waits for an answer (0: not set).
+	AskTimeoutSeconds            int
+	DisableBypassPermissionsMode string
+}
+
+// Problem is a settings file that does not parse (or has a wrong type).
+// The last good version of the file stays in force.
+type Problem struct {
+	Path         string
+	Line, Column int
+	Message      string
+}
+
+// Error returns "path:line:col: message".
+func (p Problem) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %s", p.Path, p.Line, p.Column, p.Message)
+}
+
+// Source is one settings file.
+type Source struct {
+	// Scope is ScopeManaged, ScopeUser, ScopeProject or ScopeLocal.
+	Scope string
+	Path  string
+}
+
+// Options configures a Loader. A nil *Options means defaults.
+type Options struct {
+	// Home is the user's home directory (default os.UserHomeDir).
+	Home string
+	// ConfigHome is $XDG_CONFIG_HOME (default that variable, else Home/.config).
+	ConfigHome string
+	// ManagedPath is the managed settings file (default DefaultManagedPath).
+	ManagedPath string
+	// Logger receives parse problems and watch errors (default: none).
+	Logger hclog.Logger
+}
+
+// Loader reads and merges settings files and watches them. It is safe for
+// concurrent use. It caches each file by path and re-reads a file only when
+// it changed (stat or a watch event).
+type Loader struct {
+	opts    Options
+	changes chan string
+	ready   chan struct{}
+
+	mu      sync.Mutex            // guards the fields below
+	files   map[string]*fileEntry // by path
+	gen     uint64                // bumped whenever a file's content or problem changes
+	merged  map[string]*mergedEntry
+	dirs    map[string]bool // directories of every source consulted so far
+	running bool
+	addReq  chan chan struct{} // Load asks a running Run to watch new dirs; nil when not running
+	done    chan struct{}      // closed when Run ends; nil when not running
+}
+
+type fileEntry struct {
+	stamp   stamp
+	fresh   bool // stamp was checked against the file since the last invalidation
+	good    *parsed
+	problem *Problem
+	// empty is set while the file is empty: it contributes nothing, but
+	// good is kept, so a file caught between truncate and write (or being
+	// rewritten) does not lose its last good version.
+	empty bool
+}
+
+type stamp struct {
+	exists  bool
+	modTime time.Time
+	size    int64
+	ino     uint64
+	ctime   int64
+}
+
+type parsed struct {
+	raw   map[string]json.RawMessage
+	perms filePermissions
+}
+
+type mergedEntry struct {
+	gen      uint64
+	settings *Settings
+}
+
+// filePermissions is the permissions block of one file. Scalars are
+// pointers so "not set" differs from "set to the zero value".
+type filePermissions struct {
+	DefaultMode                  *string  `json:"defaultMode"`
+	AdditionalDirectories        []string `json:"additionalDirectories"`
+	Allow                        []string `json:"allow"`
+	Ask                          []string `json:"ask"`
+	Deny                         []string `json:"deny"`
+	AskTimeoutSeconds            *int     `json:"askTimeoutSeconds"`
+	DisableBypassPermissionsMode *string  `json:"disableBypassPermissionsMode"`
+}
+
+// NewLoader returns a loader. It starts nothing; see Run.
+func NewLoader(opts *Options) *Loader {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Home == "" {
+		o.Home, _ = os.UserHomeDir()
+	}
+	if o.ConfigHome == "" {
+		o.ConfigHome = os.Getenv("XDG_CONFIG_HOME")
+	}
+	if o.ConfigHome == "" {
+		o.ConfigHome = join(o.Home, ".config")
+	}
+	if o.ManagedPath == "" {
+		o.ManagedPath = DefaultManagedPath
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Loader{
+		opts:    o,
+		changes: make(chan string, 64),
+		ready:   make(chan struct{}),
+		files:   map[string]*fileEntry{},
+		merged:  map[string]*mergedEntry{},
+		dirs:    map[string]bool{},
+	}
+}
+
+// Sources returns THE settings source list for projectDir, lowest
+// precedence first (user, project, local, managed; within a scope Claude
+// Code's file before tackle's own). An empty projectDir gives no project or
+// local sources. A path listed twice (a project in the home directory) is
+// kept once, at its higher position.
+func (l *Loader) Sources(projectDir string) []Source {
+	if projectDir != "" {
+		if abs, err := filepath.Abs(projectDir); err == nil {
+			projectDir = abs
+		}
+	}
+	var out []Source
+	for _, s := range sources {
+		p := s.path(&l.opts, projectDir)
+		if p == "" {
+			continue
+		}
+		for i := 0; i < len(out); i++ {
+			if out[i].Path == p {
+				out = append(out[:i], out[i+1:]...)
+				i--
+			}
+		}
+		out = append(out, Source{Scope: s.scope, Path: p})
+	}
+	return out
+}
+
+// Load returns the merged settings for projectDir and the problems of the
+// files that do not parse; for those, the last good version (if any) stays
+// in force. A missing file contributes nothing. Load is cheap when no file
+// changed: it returns the same *Settings.
+func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
+	srcs := l.Sources(projectDir)
+	l.mu.Lock()
+	newDirs := false
+	for _, s := range srcs {
+		d := filepath.Dir(s.Path)
+		if !l.dirs[d] {
+			l.dirs[d] = true
+			newDirs = true
+		}
+	}
+	for _, s := range srcs {
+		l.refreshLocked(s.Path)
+	}
+	var problems []Problem
+	for _, s := range srcs {
+		if p := l.files[s.Path].problem; p != nil {
+			problems = append(problems, *p)
+		}
+	}
+	key := ""
+	for _, s := range srcs {
+		key += s.Path + "\x00"
+	}
+	m := l.merged[key]
+	if m == nil || m.gen != l.gen {
+		m = &mergedEntry{gen: l.gen, settings: l.mergeLocked(srcs)}
+		l.merged[key] = m
+	}
+	addReq, done := l.addReq, l.done
+	l.mu.Unlock()
+
+	if newDirs && addReq != nil {
+		// Let the running watcher pick up the new directories before returning,
+		// so a change right after Load is seen.
+		ack := make(chan struct{})
+		select {
+		case addReq <- ack:
+			select {
+			case <-ack:
+			case <-done:
+			}
+		case <-done:
+		}
+	}
+	return m.settings, problems
+}
+
+// refreshLocked brings the cache entry of path up to date with the file.
+func (l *Loader) refreshLocked(path string) {
+	e := l.files[path]
+	if e == nil {
+		e = &fileEntry{}
+		l.files[path] = e
+	}
+	st := statFile(path)
+	if e.fresh && st == e.stamp {
+		return
+	}
+	e.fresh = true
+	e.stamp = st
+	oldGood, oldProblem, oldEmpty := e.good, e.problem, e.empty
+	e.empty = false
+	if !st.exists {
+		e.good, e.problem = nil, nil
+	} else if data, err := os.ReadFile(path); err != nil {
+		e.problem = &Problem{Path: path, Line: 0, Column: 0, Message: "reading: " + err.Error()}
+	} else if len(bytes.TrimSpace(data)) == 0 {
+		e.empty, e.problem = true, nil
+	} else if p, prob := parse(path, data); prob != nil {
+		if e.good != nil {
+			prob.Message += " (the last good version stays in force)"
+		}
+		e.problem = prob
+		l.opts.Logger.Warn("settings file does not parse", "problem", prob.Error())
+	} else {
+		e.good, e.problem = p, nil
+	}
+	if e.good != oldGood || e.empty != oldEmpty || !sameProblem(e.problem, oldProblem) {
+		l.gen++
+	}
+}
+
+func sameProblem(a, b *Problem) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+func statFile(path string) stamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return stamp{}
+	}
+	st := stamp{exists: true, modTime: fi.ModTime(), size: fi.Size()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+		st.ctime = sys.Ctim.Nano()
+	}
+	return st
+}
+
+// parse decodes one settings file.
+func parse(path string, data []byte) (*parsed, *Problem) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, problemOf(path, data, err)
+	}
+	if raw == nil { // the file is "null"
+		raw = map[string]json.RawMessage{}
+	}
+	var f struct {
+		Permissions *filePermissions `json:"permissions"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, problemOf(path, data, err)
+	}
+	p := &parsed{raw: raw}
+	if f.Permissions != nil {
+		p.perms = *f.Permissions
+	}
+	return p, nil
+}
+
+// problemOf turns a decoding error into a Problem with a 1-based line and
+// column (in bytes).
+func problemOf(path string, data []byte, err error) *Problem {
+	var (
+		off int64 = -1
+		msg       = err.Error()
+		se  *json.SyntaxError
+		te  *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset - 1 // Offset is just after the offending byte
+		if se.Offset >= int64(len(data)) {
+			off = int64(len(data)) // unexpected end: point after the last byte
+		}
+		if off < 0 {
+			off = 0
+		}
+	case errors.As(err, &te):
+		off = tokenStart(data, te.Offset)
+		if te.Field != "" {
+			msg = fmt.Sprintf("%s: expected %s, found a JSON %s", te.Field, te.Type, te.Value)
+		} else {
+			msg = fmt.Sprintf("settings must be a JSON object, found a JSON %s", te.Value)
+		}
+	}
+	p := &Problem{Path: path, Message: msg}
+	if off >= 0 {
+		p.Line, p.Column = lineCol(data, int(off))
+	}
+	return p
+}
+
+// tokenStart returns the offset where the JSON token ending at end starts
+// (a type error's Offset is just after the value, or after the opening
+// delimiter of an object or array). If no token ends there, end is returned.
+func tokenStart(data []byte, end int64) int64 {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		before := dec.InputOffset()
+		if _, err := dec.Token(); err != nil {
+			return end
+		}
+		after := dec.InputOffset()
+		if after == end {
+			start := before
+			for start < after && bytes.IndexByte([]byte(" \t\r\n:,"), data[start]) >= 0 {
+				start++
+			}
+			return start
+		}
+		if after > end {
+			return end
+		}
+	}
+}
+
+// lineCol returns the 1-based line and column of byte offset off.
+func lineCol(data []byte, off int) (line, col int) {
+	if off > len(data) {
+		off = len(data)
+	}
+	before := data[:off]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	col = off - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// mergeLocked merges the cached files of srcs (lowest precedence first).
+func (l *Loader) mergeLocked(srcs []Source) *Settings {
+	s := &Settings{Raw: map[string]json.RawMessage{}}
+	seen := map[*[]string]map[string]bool{}
+	add := func(dst *[]string, src []string) {
+		if seen[dst] == nil {
+			seen[dst] = map[string]bool{}
+		}
+		for _, v := range src {
+			if !seen[dst][v] {
+				seen[dst][v] = true
+				*dst = append(*dst, v)
+			}
+		}
+	}
+	p := &s.Permissions
+	for _, src := range srcs {
+		e := l.files[src.Path]
+		f := e.good
+		if f == nil || e.empty {
+			continue
+		}
+		s.Layers = append(s.Layers, Layer{Source: src, Raw: f.raw})
+		for k, v := range f.raw {
+			s.Raw[k] = v
+		}
+		fp := f.perms
+		add(&p.Allow, fp.Allow)
+		add(&p.Ask, fp.Ask)
+		add(&p.Deny, fp.Deny)
+		add(&p.AdditionalDirectories, fp.AdditionalDirectories)
+		if fp.DefaultMode != nil {
+			p.DefaultMode = *fp.DefaultMode
+		}
+		if fp.AskTimeoutSeconds != nil {
+			p.AskTimeoutSeconds = *fp.AskTimeoutSeconds
+		}
+		if fp.DisableBypassPermissionsMode != nil {
+			p.DisableBypassPermissionsMode = *fp.DisableBypassPermissionsMode
+		}
+	}
+	return s
+}
+
+// invalidate forces the next look at path to re-read it, re-reads it now
+// and reports whether it is a known source file.
+func (l *Loader) invalidate(path string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.files[path]
+	if !ok {
+		return false
+	}
+	e.fresh = false
+	l.refreshLocked(path)
+	return true
+}
+
+// Changes returns the paths of settings files that changed while Run
+// watches. It is buffered; a reader that falls behind misses paths (call
+// Load to see the current state). It is closed when Run returns.
+func (l *Loader) Changes() <-chan string { return l.changes }
+
+// Ready is closed once Run watches the directories of the sources loaded
+// before it started.
+func (l *Loader) Ready() <-chan struct{} { return l.ready }
+
+func (l *Loader) emit(path string) {
+	select {
+	case l.changes <- path:
+	default:
+	}
+}

@@ -1,0 +1,201 @@
+// Package daemon assembles tackled: the state database, the sessions, the
+// settings loader, the tool pool, the pipeline, the permission broker and
+// the gRPC server. New builds everything and starts nothing; Run serves on
+// a listener until its context ends or a client asks for a shutdown, then
+// stops gracefully and closes the state.
+//
+// It holds no logic of its own beyond wiring and the shutdown order; the
+// binary in daemon/cmd/tackled adds flags, logging and signals.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/dispatch"
+	"github.com/tackle-agent/tackle/daemon/permission"
+	"github.com/tackle-agent/tackle/daemon/server"
+	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/store"
+	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tools/fs"
+	"github.com/tackle-agent/tackle/daemon/tools/search"
+)
+
+// DefaultPermissionTimeout is how long a permission request waits for an
+// answer before it is denied.
+const DefaultPermissionTimeout = 120 * time.Second
+
+// Options configures a daemon. A nil *Options is not allowed: StateDir is required.
+type Options struct {
+	// Socket is the socket path reported by Status (Run serves on whatever listener it gets).
+	Socket string
+	// StateDir holds state.db and outputs/ (required; tackled uses $XDG_STATE_HOME/tackle).
+	StateDir string
+	// ConfigHome is $XDG_CONFIG_HOME for the settings sources (default: Home/.config).
+	ConfigHome string
+	// Home is the user's home directory for the settings sources (default: $HOME).
+	Home string
+	// ManagedSettings is the managed settings file (default: the config package's).
+	ManagedSettings string
+	// PermissionTimeout is how long a permission request waits (default 120 s).
+	PermissionTimeout time.Duration
+	// Version and BuildID are reported to clients.
+	Version, BuildID string
+	// Logger receives the daemon's logs (default: none).
+	Logger hclog.Logger
+	// AllowedUID is the only peer uid served; 0 or -1 means the daemon's own uid.
+	AllowedUID int
+	// ShutdownTimeout bounds each step of the graceful stop (default 10 s).
+	ShutdownTimeout time.Duration
+}
+
+// Daemon is a built tackled. Build it with New, serve with Run (once).
+type Daemon struct {
+	opts     Options
+	log      hclog.Logger
+	store    *store.Store
+	sessions *session.Manager
+	loader   *config.Loader
+	registry *tool.Registry
+	disp     *dispatch.Dispatcher
+	broker   *permission.Broker
+	srv      *server.Server
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New builds a daemon: it opens the state database and builds every part,
+// but starts no goroutine and listens on nothing.
+func New(opts *Options) (*Daemon, error) {
+	if opts == nil || opts.StateDir == "" {
+		return nil, errors.New("building daemon: a state directory is required")
+	}
+	o := *opts
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if o.PermissionTimeout <= 0 {
+		o.PermissionTimeout = DefaultPermissionTimeout
+	}
+	if o.Home == "" {
+		o.Home, _ = os.UserHomeDir()
+	}
+	if o.ConfigHome == "" && o.Home != "" {
+		o.ConfigHome = filepath.Join(o.Home, ".config")
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating state directory %q: %w", o.StateDir, err)
+	}
+	d := &Daemon{opts: o, log: o.Logger}
+
+	st, err := store.Open(filepath.Join(o.StateDir, "state.db"))
+	if err != nil {
+		return nil, fmt.Errorf("opening state: %w", err)
+	}
+	d.store = st
+	d.sessions = session.NewManager(st, &session.Options{StateDir: o.StateDir, Logger: o.Logger.Named("session")})
+	d.loader = config.NewLoader(&config.Options{
+		Home:        o.Home,
+		ConfigHome:  o.ConfigHome,
+		ManagedPath: o.ManagedSettings,
+		Logger:      o.Logger.Named("config"),
+	})
+	d.registry = tool.NewRegistry()
+	if err := d.registry.Register(fs.Tools(nil)...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering file tools: %w", err)
+	}
+	if err := d.registry.Register(search.Tools(nil)...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering search tools: %w", err)
+	}
+	d.broker = permission.NewBroker()
+	d.disp = dispatch.New(d.registry, permission.NewInterimPolicy(), d.broker, nil, &dispatch.Options{
+		PermissionTimeout: o.PermissionTimeout,
+		Logger:            o.Logger.Named("dispatch"),
+	})
+	d.srv, err = server.New(&server.Options{
+		Sessions:        d.sessions,
+		Dispatcher:      d.disp,
+		Broker:          d.broker,
+		Version:         o.Version,
+		BuildID:         o.BuildID,
+		Socket:          o.Socket,
+		AllowedUID:      o.AllowedUID,
+		ShutdownTimeout: o.ShutdownTimeout,
+		Logger:          o.Logger.Named("server"),
+	})
+	if err != nil {
+		d.closeState()
+		return nil, err
+	}
+	return d, nil
+}
+
+// Run serves on ln until ctx ends or a client calls Shutdown. It then stops
+// gracefully — in-flight calls end as cancelled results written to the
+// event log, attached streams end, the gRPC server stops — and closes the
+// sessions and the state database. Run closes ln. It returns nil after a
+// requested stop.
+func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := d.loader.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			d.log.Warn("settings watcher ended", "error", err)
+		}
+	}()
+
+	d.log.Info("serving", "socket", d.opts.Socket, "version", d.opts.Version, "build_id", d.opts.BuildID, "pid", os.Getpid())
+	err := d.srv.Run(ctx, ln)
+	cancel()
+	wg.Wait()
+	if cerr := d.closeState(); err == nil {
+		err = cerr
+	}
+	d.log.Info("stopped")
+	return err
+}
+
+// Shutdown asks Run to stop gracefully, as the Shutdown RPC does. It does not wait.
+func (d *Daemon) Shutdown() { d.srv.RequestStop() }
+
+// closeState closes the sessions and the database, once.
+func (d *Daemon) closeState() error {
+	d.closeOnce.Do(func() {
+		var errs []error
+		if d.sessions != nil {
+			if err := d.sessions.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing sessions: %w", err))
+			}
+		}
+		if d.store != nil {
+			if err := d.store.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing state database: %w", err))
+			}
+		}
+		d.closeErr = errors.Join(errs...)
+	})
+	return d.closeErr
+}
+
+// Close releases what New opened, for a daemon that is never Run.
+func (d *Daemon) Close() error { return d.closeState() }

@@ -1,0 +1,773 @@
+// Package dispatch is THE pipeline: every tool call of every session runs
+// through it, in the order design.md describes — batching, validation,
+// PreToolUse hooks, permission, handler, output handling, PostToolUse hooks —
+// and every step is an event on the session's log.
+//
+// It owns the life of a call from "queued" to its one final result: each
+// call of a turn ends with exactly one call_result, also on cancellation,
+// shutdown, a panicking handler or a disconnected client. It does not know
+// about gRPC or clients: the server hands it a turn and a session and
+// answers permission requests through the permission.Broker.
+package dispatch
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/permission"
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// Session is what the pipeline needs of a session; *session.Session
+// implements it. Implementations are safe for concurrent use.
+type Session interface {
+	tool.Env
+	// ID is the session id (the same as SessionID).
+	ID() string
+	// Append persists an event (assigning SessionID, Seq and Time) and publishes it.
+	Append(e *event.Event) (*event.Event, error)
+	// Apply runs a context modifier against the session.
+	Apply(m tool.Modifier)
+}
+
+// Options configures a Dispatcher. The zero value (or nil) means defaults.
+type Options struct {
+	// MaxConcurrency bounds the calls of one parallel run (default 10).
+	MaxConcurrency int
+	// PermissionTimeout is how long an ask waits for an answer before it
+	// denies, unless the turn sets its own (default 120 s).
+	PermissionTimeout time.Duration
+	// MaxResultChars is the default size over which output is persisted
+	// (default and ceiling 50000).
+	MaxResultChars int
+	// CancelGrace is how long a cancelled handler may take to return before
+	// its call gets a cancelled result and the handler is abandoned (default 5 s).
+	CancelGrace time.Duration
+	// Logger receives the pipeline's log (default: discard).
+	Logger hclog.Logger
+}
+
+// Turn is one model turn: a batch of tool calls run through the pipeline.
+type Turn struct {
+	// ID identifies the turn in events and Cancel; assigned if empty.
+	ID string
+	// ClientID is the client that submitted the turn.
+	ClientID string
+	// Calls are the model's tool calls, in order. An empty call id is assigned.
+	Calls []event.CallInfo
+	// PermissionMode is the mode for this turn. "" means the session's mode
+	// when the session has a PermissionMode() string method, else default.
+	PermissionMode string
+	// PermissionTimeout overrides Options.PermissionTimeout when positive.
+	PermissionTimeout time.Duration
+}
+
+// RunningCall is a call that has not ended yet, for snapshots.
+type RunningCall struct {
+	TurnID string
+	CallID string
+	Tool   string
+	// State is the call's current state (event.StateQueued, ...).
+	State string
+}
+
+// Dispatcher runs turns. It is safe for concurrent use; any number of turns
+// of any sessions may run at once.
+type Dispatcher struct {
+	reg    *tool.Registry
+	policy permission.Policy
+	broker *permission.Broker
+	hooks  Hooks
+	opts   Options
+	log    hclog.Logger
+
+	schemas schemaCache
+
+	mu     sync.Mutex // guards the fields below and the state/ended fields of every callRun
+	turns  map[string]*turnRun
+	seq    uint64
+	closed bool
+	wg     sync.WaitGroup // one per running RunTurn
+}
+
+type turnRun struct {
+	sessionID string
+	id        string
+	seq       uint64
+	cancel    context.CancelCauseFunc
+	calls     []*callRun
+	byID      map[string]*callRun
+	counted   bool // added to Dispatcher.wg
+}
+
+type callRun struct {
+	info   event.CallInfo
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	state  string // guarded by Dispatcher.mu
+	ended  bool   // guarded by Dispatcher.mu
+}
+
+var (
+	errShutdown  = errors.New("the daemon is shutting down")
+	errCancelled = errors.New("cancelled by a client")
+)
+
+// interruptText is the result of a cancelled call (reference.md section 2).
+const interruptText = "[Request interrupted by user for tool use]"
+
+// rejectionText is what the model gets when a person denies a call.
+const rejectionText = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file)."
+
+// New returns a Dispatcher for the tools in reg. A nil policy is the interim
+// policy, a nil broker a fresh one, nil hooks none. It starts no goroutines.
+func New(reg *tool.Registry, policy permission.Policy, broker *permission.Broker, hooks Hooks, opts *Options) *Dispatcher {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = 10
+	}
+	if o.PermissionTimeout <= 0 {
+		o.PermissionTimeout = 120 * time.Second
+	}
+	if o.MaxResultChars <= 0 || o.MaxResultChars > hardMaxResultChars {
+		o.MaxResultChars = hardMaxResultChars
+	}
+	if o.CancelGrace <= 0 {
+		o.CancelGrace = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if reg == nil {
+		reg = tool.NewRegistry()
+	}
+	if policy == nil {
+		policy = permission.NewInterimPolicy()
+	}
+	if broker == nil {
+		broker = permission.NewBroker()
+	}
+	return &Dispatcher{
+		reg: reg, policy: policy, broker: broker, hooks: hooks, opts: o,
+		log:   o.Logger.Named("dispatch"),
+		turns: map[string]*turnRun{},
+	}
+}
+
+// Registry returns the tool registry the dispatcher runs.
+func (d *Dispatcher) Registry() *tool.Registry { return d.reg }
+
+// Broker returns the broker holding this dispatcher's permission requests.
+func (d *Dispatcher) Broker() *permission.Broker { return d.broker }
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+func turnKey(sessionID, turnID string) string { return sessionID + "\x00" + turnID }
+
+// startTurn registers a turn and creates the contexts of its calls.
+func (d *Dispatcher) startTurn(ctx context.Context, sessionID string, t *Turn) *turnRun {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t.ID == "" {
+		t.ID = newID("turn_")
+	}
+	for base, n := t.ID, 2; d.turns[turnKey(sessionID, t.ID)] != nil; n++ {
+		t.ID = base + "-" + strconv.Itoa(n)
+	}
+	tctx, cancel := context.WithCancelCause(ctx)
+	d.seq++
+	tr := &turnRun{sessionID: sessionID, id: t.ID, seq: d.seq, cancel: cancel, byID: map[string]*callRun{}}
+	calls := make([]event.CallInfo, len(t.Calls))
+	for i, c := range t.Calls {
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("%s_call_%d", t.ID, i+1)
+		}
+		calls[i] = c
+		if len(c.Input) > 0 && !json.Valid(c.Input) {
+			// The log stores events as JSON: keep malformed input as a string.
+			q, _ := json.Marshal(string(c.Input))
+			calls[i].Input = q
+		}
+		cctx, ccancel := context.WithCancelCause(tctx)
+		cr := &callRun{info: c, ctx: cctx, cancel: ccancel, state: event.StateQueued}
+		tr.calls = append(tr.calls, cr)
+		if _, dup := tr.byID[c.ID]; !dup {
+			tr.byID[c.ID] = cr
+		}
+	}
+	t.Calls = calls
+	d.turns[turnKey(sessionID, t.ID)] = tr
+	if d.closed {
+		// Shutdown may be waiting already: a WaitGroup must not grow then.
+		cancel(errShutdown)
+	} else {
+		d.wg.Add(1)
+		tr.counted = true
+	}
+	return tr
+}
+
+func (d *Dispatcher) endTurn(tr *turnRun) {
+	d.mu.Lock()
+	delete(d.turns, turnKey(tr.sessionID, tr.id))
+	d.mu.Unlock()
+	for _, c := range tr.calls {
+		c.cancel(nil)
+	}
+	tr.cancel(nil)
+	if tr.counted {
+		d.wg.Done()
+	}
+}
+
+// RunTurn runs the calls of one turn through the pipeline and returns their
+// results in call order, exactly one per call. It blocks until every call
+// has ended. Cancelling ctx (or Cancel, or Shutdown) interrupts the calls
+// still running or waiting; their results say so. Results are written to the
+// session log even when ctx is done.
+func (d *Dispatcher) RunTurn(ctx context.Context, s Session, t Turn) []*event.Result {
+	if m, ok := s.(interface{ PermissionMode() string }); ok && t.PermissionMode == "" {
+		t.PermissionMode = m.PermissionMode()
+	}
+	tr := d.startTurn(ctx, s.ID(), &t)
+	defer d.endTurn(tr)
+
+	d.append(s, &event.Event{Type: event.TurnStarted, TurnID: tr.id, Turn: &event.Turn{Calls: t.Calls, ClientID: t.ClientID}})
+	for _, c := range tr.calls {
+		d.append(s, &event.Event{Type: event.CallState, TurnID: tr.id, CallID: c.info.ID, Tool: c.info.Name, State: event.StateQueued})
+	}
+
+	ps := d.prepare(tr)
+	results := make([]*event.Result, len(ps))
+	mods := make([]tool.Modifier, len(ps))
+	for i := 0; i < len(ps); {
+		j := i + 1
+		if ps[i].safe {
+			for j < len(ps) && ps[j].safe {
+				j++
+			}
+		}
+		if j-i == 1 {
+			results[i], mods[i] = d.runCall(s, &t, tr, ps[i])
+			d.apply(s, mods[i])
+		} else {
+			d.runParallel(s, &t, tr, ps[i:j], results[i:j], mods[i:j])
+			for _, m := range mods[i:j] {
+				d.apply(s, m)
+			}
+		}
+		i = j
+	}
+
+	d.append(s, &event.Event{Type: event.TurnEnded, TurnID: tr.id})
+	return results
+}
+
+func (d *Dispatcher) runParallel(s Session, t *Turn, tr *turnRun, ps []*prepared, results []*event.Result, mods []tool.Modifier) {
+	sem := make(chan struct{}, d.opts.MaxConcurrency)
+	var wg sync.WaitGroup
+	for k, p := range ps {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[k], mods[k] = d.runCall(s, t, tr, p)
+		}()
+	}
+	wg.Wait()
+}
+
+// apply runs a context modifier; a panicking modifier is logged, not fatal.
+func (d *Dispatcher) apply(s Session, m tool.Modifier) {
+	if m == nil {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("context modifier panicked", "session", s.ID(), "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	s.Apply(m)
+}
+
+func (d *Dispatcher) append(s Session, e *event.Event) {
+	if _, err := s.Append(e); err != nil {
+		d.log.Error("appending event to session log", "session", s.ID(), "type", e.Type, "call", e.CallID, "error", err)
+	}
+}
+
+func (d *Dispatcher) setState(s Session, tr *turnRun, cr *callRun, state string) {
+	d.mu.Lock()
+	cr.state = state
+	d.mu.Unlock()
+	d.append(s, &event.Event{Type: event.CallState, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, State: state})
+}
+
+// prepared is a call after lookup and schema validation, which decide batching.
+type prepared struct {
+	cr      *callRun
+	tool    tool.Tool       // nil when invalid is set before lookup succeeded
+	input   json.RawMessage // normalised, schema-valid input
+	invalid string          // model-facing error when the call cannot run
+	safe    bool            // schema-valid and concurrency-safe
+}
+
+func (d *Dispatcher) prepare(tr *turnRun) []*prepared {
+	ps := make([]*prepared, len(tr.calls))
+	for i, cr := range tr.calls {
+		p := &prepared{cr: cr}
+		ps[i] = p
+		if tr.byID[cr.info.ID] != cr {
+			p.invalid = toolUseError(fmt.Sprintf("Error: the tool_use id %q is used by an earlier call of this turn; every call needs its own id.", cr.info.ID))
+			continue
+		}
+		t, ok := d.reg.Lookup(cr.info.Name)
+		if !ok {
+			p.invalid = toolUseError("Error: No such tool available: " + cr.info.Name)
+			continue
+		}
+		p.tool = t
+		p.input, p.invalid = d.checkInput(t, cr.info.Name, cr.info.Input)
+		if p.invalid == "" {
+			a, err := d.attributes(t, p.input)
+			p.safe = err == nil && a.ConcurrencySafe
+		}
+	}
+	return ps
+}
+
+// attributes calls t.Attributes, turning a panic into an error.
+func (d *Dispatcher) attributes(t tool.Tool, input json.RawMessage) (a tool.Attributes, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("tool Attributes panicked", "tool", t.Spec().Name, "panic", r, "stack", string(debug.Stack()))
+			err = fmt.Errorf("the tool crashed while reporting its attributes: %v", r)
+		}
+	}()
+	return t.Attributes(input), nil
+}
+
+// guard runs f, turning a panic into an error (logged with its stack).
+func (d *Dispatcher) guard(what string, cr *callRun, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error(what+" panicked", "tool", cr.info.Name, "call", cr.info.ID, "panic", r, "stack", string(debug.Stack()))
+			err = &panicError{what: what, val: r}
+		}
+	}()
+	return f()
+}
+
+type panicError struct {
+	what string
+	val  any
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.what, e.val) }
+
+// runCall takes one call from queued to its final result and appends that
+// result. It returns the context modifier to apply (nil unless the handler ran).
+func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res *event.Result, mod tool.Modifier) {
+	cr := p.cr
+	start := time.Now()
+	name := cr.info.Name
+	finish := func(status string, content []tool.Content, display string) *event.Result {
+		r := &event.Result{
+			CallID: cr.info.ID, Name: name, Status: status,
+			IsError: status != event.StatusCompleted,
+			Content: content, Display: display,
+			DurationMS: time.Since(start).Milliseconds(),
+		}
+		return r
+	}
+	text := func(status, msg string) *event.Result { return finish(status, []tool.Content{tool.Text(msg)}, "") }
+	defer func() {
+		if r := recover(); r != nil { // a bug in the pipeline itself: the call still gets its one result
+			d.log.Error("pipeline panicked", "tool", name, "call", cr.info.ID, "panic", r, "stack", string(debug.Stack()))
+			res, mod = text(event.StatusFailed, fmt.Sprintf("Error: tackle failed while running %s: %v", name, r)), nil
+		}
+		d.append(s, &event.Event{Type: event.CallResult, TurnID: tr.id, CallID: cr.info.ID, Tool: name, Result: res})
+		d.mu.Lock()
+		cr.ended = true
+		d.mu.Unlock()
+		cr.cancel(nil)
+	}()
+	ctx := cr.ctx
+	cancelled := func() *event.Result {
+		d.log.Debug("call cancelled", "tool", name, "call", cr.info.ID, "cause", context.Cause(ctx))
+		return text(event.StatusCancelled, interruptText)
+	}
+
+	if ctx.Err() != nil {
+		return cancelled(), nil
+	}
+	d.setState(s, tr, cr, event.StateValidating)
+	if p.invalid != "" {
+		return text(event.StatusInvalid, p.invalid), nil
+	}
+	call := &tool.Call{ID: cr.info.ID, Name: name, Input: p.input, Env: s}
+	if msg := d.toolValidate(ctx, p.tool, call, cr); msg != "" {
+		if ctx.Err() != nil {
+			return cancelled(), nil
+		}
+		return text(event.StatusInvalid, msg), nil
+	}
+
+	// PreToolUse hooks.
+	var pre PreResult
+	if d.hooks != nil {
+		d.setState(s, tr, cr, event.StateHookPre)
+		err := d.guard("PreToolUse hook", cr, func() error { pre = d.hooks.PreToolUse(ctx, s, call); return nil })
+		if ctx.Err() != nil {
+			return cancelled(), nil
+		}
+		if err != nil {
+			return text(event.StatusBlocked, fmt.Sprintf("The PreToolUse hook for %s failed (%v), so the call was blocked.", name, err)), nil
+		}
+		if pre.Block {
+			return text(event.StatusBlocked, blockText(name, pre.Reason)), nil
+		}
+		if len(pre.UpdatedInput) > 0 {
+			if msg := d.revalidate(ctx, p.tool, call, pre.UpdatedInput, cr); msg != "" {
+				return text(event.StatusInvalid, msg), nil
+			}
+		}
+	}
+
+	// Permission.
+	attrs, err := d.attributes(p.tool, call.Input)
+	if err != nil {
+		return text(event.StatusFailed, fmt.Sprintf("Error: %s: %v", name, err)), nil
+	}
+	var access tool.Access
+	err = d.guard("tool CheckPermission", cr, func() error {
+		var e error
+		access, e = p.tool.CheckPermission(ctx, call)
+		return e
+	})
+	if ctx.Err() != nil {
+		return cancelled(), nil
+	}
+	if err != nil {
+		return text(event.StatusInvalid, toolUseError(err.Error())), nil
+	}
+	dec := d.decide(ctx, t, p.tool.Spec().Name, attrs, access, pre)
+	switch dec.Verdict {
+	case permission.Allow:
+	case permission.Ask:
+		o := d.ask(ctx, s, t, tr, cr, call, dec.Reason)
+		if ctx.Err() != nil {
+			return cancelled(), nil
+		}
+		if o.deny != "" {
+			return text(event.StatusDenied, o.deny), nil
+		}
+		if len(o.updated) > 0 {
+			if msg := d.revalidate(ctx, p.tool, call, o.updated, cr); msg != "" {
+				return text(event.StatusInvalid, msg), nil
+			}
+		}
+	default:
+		return text(event.StatusDenied, dec.Reason), nil
+	}
+	if ctx.Err() != nil {
+		return cancelled(), nil
+	}
+
+	// Handler.
+	d.setState(s, tr, cr, event.StateRunning)
+	sink := newProgressSink(func(txt string) { d.append(s, progressEvent(tr.id, cr.info.ID, name, txt)) })
+	o := d.invoke(ctx, p.tool, call, cr, sink.progress)
+	sink.close()
+	var r *event.Result
+	switch {
+	case o.abandoned:
+		return cancelled(), nil
+	case o.panicked != nil:
+		return text(event.StatusFailed, fmt.Sprintf("Error: %s crashed: %v. This is a bug in the tool; the call had no effect that tackle knows of.", name, o.panicked)), nil
+	case ctx.Err() != nil && (o.err != nil || o.res == nil || o.res.IsError):
+		return cancelled(), nil
+	case o.err != nil:
+		r = text(event.StatusFailed, "Error: "+o.err.Error())
+		if o.res != nil {
+			mod = o.res.Modifier
+		}
+	default:
+		status := event.StatusCompleted
+		if o.res.IsError {
+			status = event.StatusFailed
+		}
+		content := d.shapeOutput(s, cr.info.ID, name, d.resultLimit(attrs), o.res.Content)
+		r = finish(status, content, o.res.Display)
+		mod = o.res.Modifier
+	}
+
+	// PostToolUse hooks.
+	if d.hooks != nil && ctx.Err() == nil {
+		d.setState(s, tr, cr, event.StateHookPost)
+		var post PostResult
+		if err := d.guard("PostToolUse hook", cr, func() error { post = d.hooks.PostToolUse(ctx, s, call, r); return nil }); err == nil {
+			if post.AdditionalContext != "" {
+				r.Content = append(r.Content, tool.Text(post.AdditionalContext))
+			}
+			if post.Flag {
+				r.IsError = true
+				r.Content = append(r.Content, tool.Text("PostToolUse hook feedback: "+post.Reason))
+			}
+		}
+		r.DurationMS = time.Since(start).Milliseconds()
+	}
+	return r, mod
+}
+
+// toolValidate runs the tool's own validation and returns the model-facing error.
+func (d *Dispatcher) toolValidate(ctx context.Context, t tool.Tool, call *tool.Call, cr *callRun) string {
+	err := d.guard("tool Validate", cr, func() error { return t.Validate(ctx, call) })
+	if err == nil {
+		return ""
+	}
+	return toolUseError(err.Error())
+}
+
+// revalidate checks an input replaced by a hook or a person, and installs it.
+func (d *Dispatcher) revalidate(ctx context.Context, t tool.Tool, call *tool.Call, input json.RawMessage, cr *callRun) string {
+	in, msg := d.checkInput(t, call.Name, input)
+	if msg != "" {
+		return msg
+	}
+	call.Input = in
+	return d.toolValidate(ctx, t, call, cr)
+}
+
+func blockText(name, reason string) string {
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return fmt.Sprintf("A PreToolUse hook blocked this call of %s: %s", name, reason)
+}
+
+// decide combines the policy with the PreToolUse hooks' decision: a hook's
+// deny wins, a hook's ask forces a prompt (unless the policy denies), a
+// hook's allow skips the prompt (but not a policy deny).
+func (d *Dispatcher) decide(ctx context.Context, t *Turn, canonical string, attrs tool.Attributes, access tool.Access, pre PreResult) permission.Decision {
+	if pre.Decision == permission.Deny {
+		reason := pre.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		return permission.Decision{Verdict: permission.Deny, Reason: fmt.Sprintf("Permission to use %s has been denied by a PreToolUse hook: %s", canonical, reason)}
+	}
+	dec := d.policy.Decide(ctx, permission.Request{Tool: canonical, Mode: t.PermissionMode, Attrs: attrs, Access: access})
+	switch dec.Verdict {
+	case permission.Allow, permission.Ask:
+	default: // deny, or anything unknown: fail closed
+		reason := dec.Reason
+		if reason == "" {
+			reason = "the permission policy denied it"
+		}
+		return permission.Decision{Verdict: permission.Deny, Reason: fmt.Sprintf("Permission to use %s has been denied: %s.", canonical, reason)}
+	}
+	switch pre.Decision {
+	case permission.Ask:
+		if pre.Reason != "" {
+			dec.Reason = pre.Reason
+		}
+		dec.Verdict = permission.Ask
+	case permission.Allow:
+		dec.Verdict = permission.Allow
+	}
+	return dec
+}
+
+type askOutcome struct {
+	deny    string          // model-facing denial; "" = allowed
+	updated json.RawMessage // input replaced by the person
+}
+
+// ask opens a permission request, waits for the first answer, the timeout
+// or cancellation, and records the resolution in every case.
+func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, cr *callRun, call *tool.Call, reason string) askOutcome {
+	timeout := t.PermissionTimeout
+	if timeout <= 0 {
+		timeout = d.opts.PermissionTimeout
+	}
+	req := event.PermissionRequest{
+		RequestID: permission.NewRequestID(), CallID: cr.info.ID, Tool: cr.info.Name,
+		Input: call.Input, Reason: reason, Deadline: time.Now().Add(timeout),
+	}
+	ch, remove := d.broker.Open(s.ID(), req)
+	defer remove()
+	d.setState(s, tr, cr, event.StateAwaitingPermission)
+	d.append(s, &event.Event{Type: event.PermissionRequested, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Permission: &req})
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var (
+		a   permission.Answer
+		how string
+	)
+	select {
+	case a = <-ch:
+		how = "answered"
+	case <-timer.C:
+		how = "timeout"
+	case <-ctx.Done():
+		how = "cancelled"
+	}
+	if how != "answered" {
+		remove()
+		select { // an answer accepted just before removal wins
+		case a = <-ch:
+			how = "answered"
+		default:
+		}
+	}
+	res := &event.PermissionResolution{RequestID: req.RequestID}
+	var out askOutcome
+	switch how {
+	case "answered":
+		res.Decision, res.ClientID, res.Feedback = a.Decision, a.ClientID, a.Feedback
+		if a.Decision == permission.DenyAnswer {
+			out.deny = rejectionText + " STOP what you are doing and wait for the user to tell you how to proceed."
+			if a.Feedback != "" {
+				out.deny = rejectionText + " To tell you how to proceed, the user said:\n" + a.Feedback
+			}
+		} else {
+			out.updated = a.UpdatedInput
+		}
+	case "timeout":
+		res.Decision = "timeout"
+		out.deny = fmt.Sprintf("Permission to use %s has been denied: nobody answered the permission request within %s s.",
+			cr.info.Name, strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))
+	default:
+		res.Decision = "cancelled"
+		out.deny = interruptText
+	}
+	d.log.Debug("permission resolved", "session", s.ID(), "call", cr.info.ID, "decision", res.Decision, "client", res.ClientID)
+	d.append(s, &event.Event{Type: event.PermissionResolved, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Resolution: res})
+	return out
+}
+
+type handlerOutcome struct {
+	res       *tool.Result
+	err       error
+	panicked  any
+	abandoned bool
+}
+
+// invoke runs the handler in its own goroutine, so that a handler which
+// ignores cancellation is abandoned after CancelGrace instead of holding
+// the turn (and Shutdown) forever.
+func (d *Dispatcher) invoke(ctx context.Context, t tool.Tool, call *tool.Call, cr *callRun, progress tool.Progress) handlerOutcome {
+	done := make(chan handlerOutcome, 1)
+	go func() {
+		var o handlerOutcome
+		defer func() {
+			if r := recover(); r != nil {
+				d.log.Error("tool handler panicked", "tool", call.Name, "call", call.ID, "panic", r, "stack", string(debug.Stack()))
+				o = handlerOutcome{panicked: r}
+			}
+			if o.err == nil && o.res == nil && o.panicked == nil {
+				o.res = &tool.Result{}
+			}
+			done <- o
+		}()
+		o.res, o.err = t.Run(ctx, call, progress)
+	}()
+	select {
+	case o := <-done:
+		return o
+	case <-ctx.Done():
+	}
+	grace := time.NewTimer(d.opts.CancelGrace)
+	defer grace.Stop()
+	select {
+	case o := <-done:
+		return o
+	case <-grace.C:
+		d.log.Warn("tool handler ignored cancellation; abandoning it", "tool", call.Name, "call", call.ID, "grace", d.opts.CancelGrace)
+		return handlerOutcome{abandoned: true}
+	}
+}
+
+// Cancel interrupts a call of a running turn, or the whole turn when callID
+// is "". A call not yet started ends as cancelled when its turn reaches it.
+// It reports whether anything was cancelled (false: unknown or already ended).
+func (d *Dispatcher) Cancel(sessionID, turnID, callID string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	tr := d.turns[turnKey(sessionID, turnID)]
+	if tr == nil {
+		return false
+	}
+	if callID == "" {
+		tr.cancel(errCancelled)
+		return true
+	}
+	cr := tr.byID[callID]
+	if cr == nil || cr.ended {
+		return false
+	}
+	cr.cancel(errCancelled)
+	return true
+}
+
+// Running lists the calls of a session that have not ended, with their
+// state: oldest turn first, in call order.
+func (d *Dispatcher) Running(sessionID string) []RunningCall {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var trs []*turnRun
+	for _, tr := range d.turns {
+		if tr.sessionID == sessionID {
+			trs = append(trs, tr)
+		}
+	}
+	sort.Slice(trs, func(i, j int) bool { return trs[i].seq < trs[j].seq })
+	var out []RunningCall
+	for _, tr := range trs {
+		for _, c := range tr.calls {
+			if !c.ended {
+				out = append(out, RunningCall{TurnID: tr.id, CallID: c.info.ID, Tool: c.info.Name, State: c.state})
+			}
+		}
+	}
+	return out
+}
+
+// Shutdown cancels every turn in flight (and every later one) and waits
+// until each RunTurn has written its results, or ctx ends.
+func (d *Dispatcher) Shutdown(ctx context.Context) {
+	d.mu.Lock()
+	d.closed = true
+	for _, tr := range d.turns {
+		tr.cancel(errShutdown)
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		d.log.Warn("shutdown: turns still running when the deadline passed")
+	}
+}

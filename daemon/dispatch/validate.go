@@ -1,0 +1,196 @@
+package dispatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// schemaCache compiles each tool's input schema once. It is keyed by tool
+// name and schema bytes, so a tool whose schema changes (an MCP server's
+// tools/list_changed) gets a fresh compile.
+type schemaCache struct {
+	mu sync.RWMutex // guards m
+	m  map[string]*compiled
+}
+
+type compiled struct {
+	sch *jsonschema.Schema
+	err error // the schema itself does not compile
+}
+
+// maxCachedSchemas bounds the cache; past it the cache starts over.
+const maxCachedSchemas = 4096
+
+var printer = message.NewPrinter(language.English)
+
+// noLoader refuses every external reference: a tool schema is self-contained
+// and never makes the daemon read files or the network.
+type noLoader struct{}
+
+func (noLoader) Load(u string) (any, error) {
+	return nil, fmt.Errorf("loading %s: external schema references are not supported", u)
+}
+
+func (c *schemaCache) get(name string, schema json.RawMessage) *compiled {
+	key := name + "\x00" + string(schema)
+	c.mu.RLock()
+	e := c.m[key]
+	c.mu.RUnlock()
+	if e != nil {
+		return e
+	}
+	e = compileSchema(name, schema)
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= maxCachedSchemas {
+		c.m = map[string]*compiled{}
+	}
+	if old := c.m[key]; old != nil {
+		e = old
+	} else {
+		c.m[key] = e
+	}
+	c.mu.Unlock()
+	return e
+}
+
+func compileSchema(name string, schema json.RawMessage) *compiled {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return &compiled{err: fmt.Errorf("parsing the input schema of %s: %w", name, err)}
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	loc := "tackle:///tools/" + url.PathEscape(name) + ".json"
+	if err := c.AddResource(loc, doc); err != nil {
+		return &compiled{err: fmt.Errorf("adding the input schema of %s: %w", name, err)}
+	}
+	sch, err := c.Compile(loc)
+	if err != nil {
+		return &compiled{err: fmt.Errorf("compiling the input schema of %s: %w", name, err)}
+	}
+	return &compiled{sch: sch}
+}
+
+// toolUseError wraps a message for the model the way reference.md section 2 does.
+func toolUseError(msg string) string {
+	return "<tool_use_error>" + msg + "</tool_use_error>"
+}
+
+// checkInput parses input and validates it against the tool's schema. It
+// returns the normalised input ("{}" for empty) or the model-facing error text.
+func (d *Dispatcher) checkInput(t tool.Tool, name string, input json.RawMessage) (json.RawMessage, string) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
+	if err != nil {
+		return nil, toolUseError(fmt.Sprintf("InputValidationError: the input of %s is not valid JSON: %v. Send a JSON object.", name, err))
+	}
+	if _, ok := doc.(map[string]any); !ok {
+		return nil, toolUseError(fmt.Sprintf("InputValidationError: the input of %s must be a JSON object, got %s.", name, jsonKind(doc)))
+	}
+	schema := t.Spec().InputSchema
+	if len(bytes.TrimSpace(schema)) == 0 {
+		return input, ""
+	}
+	c := d.schemas.get(t.Spec().Name, schema)
+	if c.err != nil {
+		d.log.Error("tool has an invalid input schema", "tool", name, "error", c.err)
+		return nil, toolUseError(fmt.Sprintf("InputValidationError: %s cannot be called: its input schema is invalid (%v). This is a bug in the tool, not in your input.", name, c.err))
+	}
+	if err := c.sch.Validate(doc); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			return nil, toolUseError(fmt.Sprintf("InputValidationError: %s: %v", name, err))
+		}
+		lines := schemaErrorLines(ve)
+		return nil, toolUseError(fmt.Sprintf("InputValidationError: %s failed due to the following %s:\n%s",
+			name, plural(len(lines), "issue", "issues"), strings.Join(lines, "\n")))
+	}
+	return input, ""
+}
+
+// schemaErrorLines lists every leaf error of a validation error, one line
+// each, with its instance path.
+func schemaErrorLines(ve *jsonschema.ValidationError) []string {
+	var lines []string
+	seen := map[string]bool{}
+	add := func(l string) {
+		if !seen[l] {
+			seen[l] = true
+			lines = append(lines, l)
+		}
+	}
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) > 0 {
+			for _, c := range e.Causes {
+				walk(c)
+			}
+			return
+		}
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			for _, p := range k.Missing {
+				add(fmt.Sprintf("- %s: missing required property", pointer(append(append([]string(nil), e.InstanceLocation...), p))))
+			}
+		case *kind.AdditionalProperties:
+			for _, p := range k.Properties {
+				add(fmt.Sprintf("- %s: unexpected property (not in the schema)", pointer(append(append([]string(nil), e.InstanceLocation...), p))))
+			}
+		default:
+			add(fmt.Sprintf("- %s: %s", pointer(e.InstanceLocation), e.ErrorKind.LocalizedString(printer)))
+		}
+	}
+	walk(ve)
+	return lines
+}
+
+// pointer renders an instance location as a JSON pointer; the root is "(root)".
+func pointer(toks []string) string {
+	if len(toks) == 0 {
+		return "(root)"
+	}
+	var sb strings.Builder
+	for _, t := range toks {
+		sb.WriteByte('/')
+		t = strings.ReplaceAll(t, "~", "~0")
+		sb.WriteString(strings.ReplaceAll(t, "/", "~1"))
+	}
+	return sb.String()
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number, float64:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

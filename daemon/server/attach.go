@@ -1,0 +1,393 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tackle-agent/tackle/daemon/dispatch"
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/session"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// subscriptionBuffer is the Bus buffer of one attached stream. A stream that
+// falls this far behind is cut off and told to resubscribe.
+const subscriptionBuffer = 1024
+
+// attachment is the state of one Attach stream. Only the stream's handler
+// goroutine touches it, so it needs no lock.
+type attachment struct {
+	srv      *Server
+	stream   tacklev1.TackleService_AttachServer
+	log      hclog.Logger
+	clientID string
+	role     tacklev1.Role
+
+	sess     *session.Session    // the subscribed session, nil if none
+	sub      *event.Subscription // its live events
+	lastSent uint64              // seq of the last event sent from sess
+}
+
+// Attach implements TackleService: see tackle.proto. Messages are handled in
+// order, on the handler's goroutine, which is also the only one that sends.
+// A bad message gets a StreamError and the stream goes on.
+func (s *Server) Attach(stream tacklev1.TackleService_AttachServer) error {
+	first, err := stream.Recv()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		return err
+	}
+	hello := first.GetHello()
+	if hello == nil {
+		return status.Error(codes.InvalidArgument, "the first message of an Attach stream must be Hello")
+	}
+	if v := hello.GetProtocolVersion(); v != 0 && v != ProtocolVersion {
+		return status.Errorf(codes.FailedPrecondition, "protocol version %d is not supported: this daemon speaks %d; upgrade the client or restart the daemon", v, ProtocolVersion)
+	}
+	role := hello.GetRole()
+	if role == tacklev1.Role_ROLE_UNSPECIFIED {
+		role = tacklev1.Role_ROLE_CONTROLLER
+	}
+	name := hello.GetClientName()
+	if name == "" {
+		name = "client"
+	}
+	a := &attachment{
+		srv:      s,
+		stream:   stream,
+		clientID: s.newID(name + "-"),
+		role:     role,
+	}
+	a.log = s.log.With("client", a.clientID)
+	s.clients.Add(1)
+	defer s.clients.Add(-1)
+	defer a.unsubscribe()
+	a.log.Debug("client attached", "role", role.String())
+
+	if err := stream.Send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Welcome{Welcome: &tacklev1.Welcome{
+		ProtocolVersion: ProtocolVersion,
+		DaemonVersion:   s.opts.Version,
+		BuildId:         s.opts.BuildID,
+		ClientId:        a.clientID,
+		Role:            role,
+	}}}); err != nil {
+		return err
+	}
+
+	// The reader goroutine hands messages over; it ends when Recv fails,
+	// which happens at the latest when this handler returns.
+	msgs := make(chan *tacklev1.ClientMessage)
+	recvErr := make(chan error, 1)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			m, err := stream.Recv()
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case msgs <- m:
+			case <-done:
+				return
+			}
+		}
+	}()
+
+	ctx := stream.Context()
+	for {
+		var live <-chan *event.Event
+		if a.sub != nil {
+			live = a.sub.C()
+		}
+		select {
+		case m := <-msgs:
+			if err := a.handle(m); err != nil {
+				return err
+			}
+		case err := <-recvErr:
+			if !errors.Is(err, io.EOF) {
+				return err
+			}
+			// The client closed its side: keep streaming events to a
+			// subscribed client until it goes away.
+			a.log.Debug("client closed its send side")
+			if a.sub == nil {
+				return nil
+			}
+			recvErr = nil
+		case e, ok := <-live:
+			if !ok {
+				if err := a.subscriptionEnded(); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := a.sendEvent(e); err != nil {
+				return err
+			}
+		case <-s.closing:
+			a.drain()
+			return status.Error(codes.Unavailable, "tackled is shutting down")
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// handle handles one client message. An error it returns ends the stream;
+// a problem with the message itself is reported with a StreamError.
+func (a *attachment) handle(m *tacklev1.ClientMessage) error {
+	var ref string
+	var err error
+	switch msg := m.GetMsg().(type) {
+	case *tacklev1.ClientMessage_Hello:
+		err = invalidf("hello was already received")
+	case *tacklev1.ClientMessage_Subscribe:
+		err = a.subscribe(msg.Subscribe)
+	case *tacklev1.ClientMessage_RunBatch:
+		ref = msg.RunBatch.GetRef()
+		err = a.runBatch(msg.RunBatch)
+	case *tacklev1.ClientMessage_Cancel:
+		err = a.cancel(msg.Cancel)
+	case *tacklev1.ClientMessage_PermissionAnswer:
+		err = a.answer(msg.PermissionAnswer)
+	case *tacklev1.ClientMessage_EndTurn:
+		a.log.Debug("end of turn", "session", msg.EndTurn.GetSessionId())
+	default:
+		err = invalidf("empty or unknown client message")
+	}
+	if err == nil {
+		return nil
+	}
+	var sendErr *sendError
+	if errors.As(err, &sendErr) {
+		return sendErr.err
+	}
+	a.log.Debug("client message refused", "error", err)
+	return a.send(streamError(err, ref))
+}
+
+// sendError marks a failure to send on the stream, which ends it.
+type sendError struct{ err error }
+
+func (e *sendError) Error() string { return e.err.Error() }
+
+func (a *attachment) send(m *tacklev1.ServerMessage) error {
+	if err := a.stream.Send(m); err != nil {
+		return &sendError{err: err}
+	}
+	return nil
+}
+
+func (a *attachment) sendEvent(e *event.Event) error {
+	if e.Seq <= a.lastSent {
+		return nil // already sent in the replay
+	}
+	a.lastSent = e.Seq
+	err := a.stream.Send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: eventToProto(e)}})
+	if err != nil {
+		return &sendError{err: err}
+	}
+	return nil
+}
+
+// subscribe attaches the stream to a session, replacing any earlier
+// subscription: snapshot, replay, then live events.
+func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
+	ctx := a.stream.Context()
+	sess, err := a.srv.session(ctx, req.GetSessionId())
+	if err != nil {
+		return err
+	}
+	a.unsubscribe()
+	replay, sub, err := sess.Subscribe(req.GetFromSeq(), req.GetLiveOnly(), subscriptionBuffer)
+	if err != nil {
+		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)
+	}
+	a.sess, a.sub = sess, sub
+	a.lastSent = 0
+	if req.GetFromSeq() > 0 {
+		a.lastSent = req.GetFromSeq() - 1
+	}
+	snap := &tacklev1.Snapshot{
+		Session:            sessionToProto(sess.Info()),
+		PendingPermissions: pendingToProto(a.srv.broker.Pending(sess.ID())),
+		RunningCalls:       runningToProto(a.srv.disp.Running(sess.ID())),
+	}
+	if err := a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Snapshot{Snapshot: snap}}); err != nil {
+		return err
+	}
+	for _, e := range replay {
+		if err := a.sendEvent(e); err != nil {
+			return err
+		}
+	}
+	a.log.Debug("subscribed", "session", sess.ID(), "from", req.GetFromSeq(), "replayed", len(replay))
+	return nil
+}
+
+func (a *attachment) unsubscribe() {
+	if a.sub != nil {
+		a.sub.Close()
+	}
+	a.sess, a.sub = nil, nil
+}
+
+// subscriptionEnded tells the client why its subscription ended.
+func (a *attachment) subscriptionEnded() error {
+	id, err := a.sess.ID(), a.sub.Err()
+	next := a.lastSent + 1
+	a.unsubscribe()
+	se := &tacklev1.StreamError{Code: codes.Aborted.String(), ResubscribeFromSeq: next}
+	if errors.Is(err, event.ErrSlow) {
+		se.Code = codes.ResourceExhausted.String()
+		se.Message = fmt.Sprintf("the client fell behind on session %s: resubscribe from %d", id, next)
+		a.log.Warn("cut off a slow subscriber", "session", id, "resubscribe_from", next)
+	} else {
+		se.Message = fmt.Sprintf("the subscription to session %s ended (the session was closed or deleted)", id)
+	}
+	return a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Error{Error: se}})
+}
+
+// drain sends the events already queued for the stream, without waiting.
+func (a *attachment) drain() {
+	if a.sub == nil {
+		return
+	}
+	for {
+		select {
+		case e, ok := <-a.sub.C():
+			if !ok {
+				return
+			}
+			if a.sendEvent(e) != nil {
+				return
+			}
+		default:
+			return
+		}
+	}
+}
+
+func (a *attachment) requireController(what string) error {
+	if a.role != tacklev1.Role_ROLE_CONTROLLER {
+		return codedf(codes.PermissionDenied, "an observer may not %s: attach as a controller", what)
+	}
+	return nil
+}
+
+// runBatch starts one model turn. Its result events go to the session log;
+// the turn runs with the daemon's lifetime, not the stream's, so a client
+// that disconnects loses nothing.
+func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
+	if err := a.requireController("run tool calls"); err != nil {
+		return err
+	}
+	if rb.GetSessionId() == "" {
+		return invalidf("run_batch needs a session_id")
+	}
+	if a.sess == nil || a.sess.ID() != rb.GetSessionId() {
+		return codedf(codes.FailedPrecondition, "subscribe to session %s before running calls on it", rb.GetSessionId())
+	}
+	if len(rb.GetCalls()) == 0 {
+		return invalidf("run_batch has no calls")
+	}
+	if err := checkMode(rb.GetPermissionMode()); err != nil {
+		return err
+	}
+	calls := make([]event.CallInfo, 0, len(rb.GetCalls()))
+	seen := map[string]bool{}
+	for i, c := range rb.GetCalls() {
+		if c.GetId() == "" {
+			return invalidf("call %d has no id", i)
+		}
+		if seen[c.GetId()] {
+			return invalidf("call id %q appears twice in the batch", c.GetId())
+		}
+		seen[c.GetId()] = true
+		calls = append(calls, event.CallInfo{ID: c.GetId(), Name: c.GetName(), Input: inputFromProto(c.GetInputJson())})
+	}
+	turn := dispatch.Turn{
+		ID:                a.srv.newID("turn-"),
+		ClientID:          a.clientID,
+		Calls:             calls,
+		PermissionMode:    rb.GetPermissionMode(),
+		PermissionTimeout: time.Duration(rb.GetPermissionTimeoutSeconds()) * time.Second,
+	}
+	if !a.srv.startTurn() {
+		return codedf(codes.Unavailable, "tackled is shutting down: run the batch again once it is back")
+	}
+	if err := a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_BatchAccepted{BatchAccepted: &tacklev1.BatchAccepted{
+		Ref: rb.GetRef(), TurnId: turn.ID,
+	}}}); err != nil {
+		// The turn was not announced: do not run it.
+		a.srv.turns.Done()
+		return err
+	}
+	sess, log := a.sess, a.log
+	log.Debug("running batch", "session", sess.ID(), "turn", turn.ID, "calls", len(calls))
+	go func() {
+		defer a.srv.turns.Done()
+		results := a.srv.disp.RunTurn(a.srv.turnCtx, sess, turn)
+		log.Debug("batch done", "session", sess.ID(), "turn", turn.ID, "results", len(results))
+	}()
+	return nil
+}
+
+// inputFromProto turns input_json into the call's input. Empty means {};
+// text that is not JSON is passed on as a JSON string, so the pipeline
+// rejects it as a schema failure the model can read, and the event log
+// stays valid JSON.
+func inputFromProto(s string) json.RawMessage {
+	if s == "" {
+		return json.RawMessage(`{}`)
+	}
+	if json.Valid([]byte(s)) {
+		return json.RawMessage(s)
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+func (a *attachment) cancel(c *tacklev1.Cancel) error {
+	if err := a.requireController("cancel calls"); err != nil {
+		return err
+	}
+	if c.GetSessionId() == "" || c.GetTurnId() == "" {
+		return invalidf("cancel needs session_id and turn_id")
+	}
+	if !a.srv.disp.Cancel(c.GetSessionId(), c.GetTurnId(), c.GetCallId()) {
+		if c.GetCallId() != "" {
+			return codedf(codes.NotFound, "no running call %s in turn %s of session %s", c.GetCallId(), c.GetTurnId(), c.GetSessionId())
+		}
+		return codedf(codes.NotFound, "no running turn %s in session %s", c.GetTurnId(), c.GetSessionId())
+	}
+	a.log.Info("cancel requested", "session", c.GetSessionId(), "turn", c.GetTurnId(), "call", c.GetCallId())
+	return nil
+}
+
+func (a *attachment) answer(pa *tacklev1.PermissionAnswer) error {
+	if err := a.requireController("answer permission requests"); err != nil {
+		return err
+	}
+	ans, err := answerFromProto(pa, a.clientID)
+	if err != nil {
+		return err
+	}
+	if !a.srv.broker.Answer(pa.GetSessionId(), pa.GetRequestId(), ans) {
+		return codedf(codes.NotFound, "no pending permission request %s in session %s: it was already answered, timed out or never existed", pa.GetRequestId(), pa.GetSessionId())
+	}
+	a.log.Info("permission answered", "session", pa.GetSessionId(), "request", pa.GetRequestId(), "decision", ans.Decision)
+	return nil
+}

@@ -1,0 +1,219 @@
+package server
+
+import (
+	"encoding/json"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/tackle-agent/tackle/daemon/dispatch"
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/permission"
+	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/tool"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// This file is the one place where domain values become protobuf messages
+// and back.
+
+func timeToProto(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+func sessionToProto(in session.Info) *tacklev1.Session {
+	todos := string(in.Todos)
+	if todos == "" {
+		todos = "[]"
+	}
+	return &tacklev1.Session{
+		Id:                    in.ID,
+		Cwd:                   in.Cwd,
+		AdditionalDirectories: in.AdditionalDirs,
+		PermissionMode:        in.PermissionMode,
+		TodosJson:             todos,
+		CreatedAt:             timeToProto(in.CreatedAt),
+		UpdatedAt:             timeToProto(in.UpdatedAt),
+		LastSeq:               in.LastSeq,
+		FilesRead:             uint32(in.FilesRead),
+	}
+}
+
+func callsToProto(in []event.CallInfo) []*tacklev1.ToolCall {
+	out := make([]*tacklev1.ToolCall, 0, len(in))
+	for _, c := range in {
+		out = append(out, &tacklev1.ToolCall{Id: c.ID, Name: c.Name, InputJson: string(c.Input)})
+	}
+	return out
+}
+
+func contentToProto(in []tool.Content) []*tacklev1.ContentBlock {
+	out := make([]*tacklev1.ContentBlock, 0, len(in))
+	for _, c := range in {
+		out = append(out, &tacklev1.ContentBlock{Type: c.Type, Text: c.Text, MimeType: c.MimeType, Data: c.Data})
+	}
+	return out
+}
+
+func resultToProto(r *event.Result) *tacklev1.ToolResult {
+	if r == nil {
+		return nil
+	}
+	return &tacklev1.ToolResult{
+		Id:         r.CallID,
+		Name:       r.Name,
+		Status:     r.Status,
+		IsError:    r.IsError,
+		Content:    contentToProto(r.Content),
+		Display:    r.Display,
+		DurationMs: r.DurationMS,
+	}
+}
+
+func permissionToProto(p *event.PermissionRequest, turnID string) *tacklev1.PermissionRequest {
+	if p == nil {
+		return nil
+	}
+	return &tacklev1.PermissionRequest{
+		RequestId: p.RequestID,
+		CallId:    p.CallID,
+		Tool:      p.Tool,
+		InputJson: string(p.Input),
+		Reason:    p.Reason,
+		Deadline:  timeToProto(p.Deadline),
+		TurnId:    turnID,
+	}
+}
+
+func resolutionToProto(r *event.PermissionResolution) *tacklev1.PermissionResolved {
+	if r == nil {
+		return nil
+	}
+	return &tacklev1.PermissionResolved{
+		RequestId: r.RequestID,
+		Decision:  r.Decision,
+		ClientId:  r.ClientID,
+		Feedback:  r.Feedback,
+	}
+}
+
+func sessionChangeToProto(c *event.SessionChange, id string) *tacklev1.Session {
+	if c == nil {
+		return nil
+	}
+	return &tacklev1.Session{Id: id, Cwd: c.Cwd, PermissionMode: c.PermissionMode, TodosJson: string(c.Todos)}
+}
+
+func eventToProto(e *event.Event) *tacklev1.Event {
+	out := &tacklev1.Event{
+		Seq:        e.Seq,
+		SessionId:  e.SessionID,
+		Time:       timeToProto(e.Time),
+		Type:       string(e.Type),
+		TurnId:     e.TurnID,
+		CallId:     e.CallID,
+		Tool:       e.Tool,
+		State:      e.State,
+		Text:       e.Text,
+		Result:     resultToProto(e.Result),
+		Permission: permissionToProto(e.Permission, e.TurnID),
+		Resolution: resolutionToProto(e.Resolution),
+		Session:    sessionChangeToProto(e.Session, e.SessionID),
+	}
+	if e.Turn != nil {
+		out.Calls = callsToProto(e.Turn.Calls)
+	}
+	if out.Text == "" && e.Session != nil {
+		out.Text = e.Session.Note
+	}
+	return out
+}
+
+func runningToProto(in []dispatch.RunningCall) []*tacklev1.RunningCall {
+	out := make([]*tacklev1.RunningCall, 0, len(in))
+	for _, r := range in {
+		out = append(out, &tacklev1.RunningCall{TurnId: r.TurnID, CallId: r.CallID, Tool: r.Tool, State: r.State})
+	}
+	return out
+}
+
+func pendingToProto(in []event.PermissionRequest) []*tacklev1.PermissionRequest {
+	out := make([]*tacklev1.PermissionRequest, 0, len(in))
+	for i := range in {
+		out = append(out, permissionToProto(&in[i], ""))
+	}
+	return out
+}
+
+func attributesToProto(a tool.Attributes) *tacklev1.ToolAttributes {
+	return &tacklev1.ToolAttributes{
+		ReadOnly:        a.ReadOnly,
+		Destructive:     a.Destructive,
+		ConcurrencySafe: a.ConcurrencySafe,
+		Interactive:     a.Interactive,
+		Deferred:        a.Deferred,
+		Origin:          a.Origin,
+		MaxResultChars:  int64(a.MaxResultChars),
+	}
+}
+
+func toolToProto(t tool.Tool, all bool) *tacklev1.ToolInfo {
+	spec := t.Spec()
+	attrs := t.Attributes(json.RawMessage(`{}`))
+	if attrs.Origin == "" {
+		attrs.Origin = tool.OriginBuiltin
+	}
+	info := &tacklev1.ToolInfo{
+		Name:        spec.Name,
+		Description: spec.Description,
+		Loaded:      !attrs.Deferred,
+		Attributes:  attributesToProto(attrs),
+		Aliases:     spec.Aliases,
+	}
+	if info.Loaded || all {
+		info.InputSchemaJson = string(spec.InputSchema)
+	}
+	return info
+}
+
+var decisionFromProto = map[tacklev1.Decision]string{
+	tacklev1.Decision_DECISION_ALLOW_ONCE:   permission.AllowOnce,
+	tacklev1.Decision_DECISION_ALLOW_ALWAYS: permission.AllowAlways,
+	tacklev1.Decision_DECISION_DENY:         permission.DenyAnswer,
+}
+
+var scopeFromProto = map[tacklev1.Scope]string{
+	tacklev1.Scope_SCOPE_UNSPECIFIED: "",
+	tacklev1.Scope_SCOPE_SESSION:     "session",
+	tacklev1.Scope_SCOPE_PROJECT:     "project",
+	tacklev1.Scope_SCOPE_USER:        "user",
+}
+
+// answerFromProto converts a PermissionAnswer, checking its fields.
+func answerFromProto(in *tacklev1.PermissionAnswer, clientID string) (permission.Answer, error) {
+	if in == nil {
+		return permission.Answer{}, invalidf("permission answer is missing")
+	}
+	if in.GetSessionId() == "" || in.GetRequestId() == "" {
+		return permission.Answer{}, invalidf("permission answer needs session_id and request_id")
+	}
+	d, ok := decisionFromProto[in.GetDecision()]
+	if !ok {
+		return permission.Answer{}, invalidf("permission answer needs a decision: allow_once, allow_always or deny")
+	}
+	sc, ok := scopeFromProto[in.GetScope()]
+	if !ok {
+		return permission.Answer{}, invalidf("unknown permission scope %d", in.GetScope())
+	}
+	a := permission.Answer{Decision: d, Scope: sc, Feedback: in.GetFeedback(), ClientID: clientID}
+	if u := in.GetUpdatedInputJson(); u != "" {
+		if !json.Valid([]byte(u)) {
+			return permission.Answer{}, invalidf("updated_input_json is not valid JSON")
+		}
+		a.UpdatedInput = json.RawMessage(u)
+	}
+	return a, nil
+}

@@ -1,0 +1,214 @@
+// Package server serves tackled's gRPC API (tackle.v1.TackleService) plus
+// the standard health and reflection services on a listener.
+//
+// It is the only daemon package that imports the generated protobuf code:
+// it converts between protobuf messages and domain values (convert.go) and
+// maps domain errors to status codes once (errors.go). It owns no state of
+// its own beyond the attached streams: sessions, the pipeline and pending
+// permission requests belong to the packages it is given. Every RPC is
+// refused with PermissionDenied unless the peer's uid (SO_PEERCRED) is the
+// allowed one.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/tackle-agent/tackle/daemon/dispatch"
+	"github.com/tackle-agent/tackle/daemon/permission"
+	"github.com/tackle-agent/tackle/daemon/session"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// ProtocolVersion is the major version of the Attach protocol this daemon speaks.
+const ProtocolVersion = 1
+
+// Options configures a Server. Sessions, Dispatcher and Broker are required.
+type Options struct {
+	// Sessions holds the sessions.
+	Sessions *session.Manager
+	// Dispatcher runs tool calls; its registry is the tool pool ListTools shows.
+	Dispatcher *dispatch.Dispatcher
+	// Broker holds pending permission requests.
+	Broker *permission.Broker
+	// Version and BuildID are reported by Welcome and Status.
+	Version, BuildID string
+	// Socket is the path reported by Status.
+	Socket string
+	// AllowedUID is the only peer uid served; 0 or less means the daemon's own uid.
+	AllowedUID int
+	// ShutdownTimeout bounds each step of the graceful stop (default 10 s).
+	ShutdownTimeout time.Duration
+	// Logger receives the server's logs (default: none).
+	Logger hclog.Logger
+}
+
+// Server is tackled's gRPC front. Build it with New, serve with Run.
+type Server struct {
+	tacklev1.UnimplementedTackleServiceServer
+
+	opts       Options
+	log        hclog.Logger
+	sessions   *session.Manager
+	disp       *dispatch.Dispatcher
+	broker     *permission.Broker
+	allowedUID uint32
+	started    time.Time
+	instance   string // random prefix of client ids, unique per daemon run
+
+	grpc   *grpc.Server
+	health *health.Server
+
+	// turnCtx is the context of every turn: it outlives the client that
+	// submitted the turn and is cancelled only after the dispatcher shut down.
+	turnCtx    context.Context
+	turnCancel context.CancelFunc
+
+	stopOnce  sync.Once
+	stopReq   chan struct{} // closed by the Shutdown RPC
+	closing   chan struct{} // closed when attached streams must end
+	nextID    atomic.Uint64
+	clients   atomic.Int64
+	turns     sync.WaitGroup
+	turnsMu   sync.Mutex // guards draining and turns.Add
+	draining  bool
+	closeOnce sync.Once
+}
+
+// New builds a server. It starts no goroutines.
+func New(opts *Options) (*Server, error) {
+	if opts == nil || opts.Sessions == nil || opts.Dispatcher == nil || opts.Broker == nil {
+		return nil, errors.New("building server: Sessions, Dispatcher and Broker are required")
+	}
+	o := *opts
+	if o.ShutdownTimeout <= 0 {
+		o.ShutdownTimeout = 10 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	uid := o.AllowedUID
+	if uid <= 0 {
+		uid = os.Getuid()
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	s := &Server{
+		opts:       o,
+		log:        o.Logger,
+		sessions:   o.Sessions,
+		disp:       o.Dispatcher,
+		broker:     o.Broker,
+		allowedUID: uint32(uid),
+		started:    time.Now(),
+		instance:   hex.EncodeToString(b[:]),
+		health:     health.NewServer(),
+		stopReq:    make(chan struct{}),
+		closing:    make(chan struct{}),
+	}
+	s.turnCtx, s.turnCancel = context.WithCancel(context.Background())
+	s.grpc = grpc.NewServer(
+		grpc.Creds(peerCreds{}),
+		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
+		grpc.ChainStreamInterceptor(s.streamInterceptor),
+	)
+	tacklev1.RegisterTackleServiceServer(s.grpc, s)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	reflection.Register(s.grpc)
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.health.SetServingStatus(tacklev1.TackleService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	return s, nil
+}
+
+// Run serves on ln until ctx ends or a client calls Shutdown, then stops
+// gracefully: no new batches are accepted, the dispatcher cancels in-flight
+// calls (their cancelled results are written to the event log), attached
+// streams get the last events and end, and the gRPC server stops (forcibly
+// after ShutdownTimeout). Run closes ln.
+func (s *Server) Run(ctx context.Context, ln net.Listener) error {
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- s.grpc.Serve(ln) }()
+
+	var err error
+	select {
+	case <-ctx.Done():
+		s.log.Info("stopping: context ended")
+	case <-s.stopReq:
+		s.log.Info("stopping: shutdown requested")
+	case err = <-serveErr:
+		s.log.Error("serving ended", "error", err)
+	}
+	s.stop()
+	if err == nil {
+		err = <-serveErr
+	}
+	if errors.Is(err, grpc.ErrServerStopped) {
+		err = nil
+	}
+	return err
+}
+
+// RequestStop asks Run to stop gracefully. It does not wait.
+func (s *Server) RequestStop() {
+	s.stopOnce.Do(func() { close(s.stopReq) })
+}
+
+// stop is the graceful stop described at Run.
+func (s *Server) stop() {
+	s.health.Shutdown()
+	s.turnsMu.Lock()
+	s.draining = true
+	s.turnsMu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	s.disp.Shutdown(ctx)
+	cancel()
+	s.turnCancel()
+	s.turns.Wait()
+
+	s.closeOnce.Do(func() { close(s.closing) })
+	done := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(done)
+	}()
+	t := time.NewTimer(s.opts.ShutdownTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("graceful stop timed out: closing the remaining connections")
+		s.grpc.Stop()
+		<-done
+	}
+}
+
+// startTurn registers a turn goroutine; false once the server is draining.
+func (s *Server) startTurn() bool {
+	s.turnsMu.Lock()
+	defer s.turnsMu.Unlock()
+	if s.draining {
+		return false
+	}
+	s.turns.Add(1)
+	return true
+}
+
+// newID returns an id unique in this daemon run, with a prefix.
+func (s *Server) newID(prefix string) string {
+	return prefix + s.instance + "-" + strconv.FormatUint(s.nextID.Add(1), 10)
+}

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/tackle-agent/tackle/daemon/permission"
+	"github.com/tackle-agent/tackle/daemon/session"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+func checkMode(mode string) error {
+	if mode != "" && !permission.ValidMode(mode) {
+		return invalidf("unknown permission mode %q: use one of %s", mode, strings.Join(permission.Modes, ", "))
+	}
+	return nil
+}
+
+// CreateSession implements TackleService.
+func (s *Server) CreateSession(ctx context.Context, req *tacklev1.CreateSessionRequest) (*tacklev1.CreateSessionResponse, error) {
+	if req.GetCwd() == "" {
+		return nil, toStatus(invalidf("cwd is required: the session's working directory, an absolute path"))
+	}
+	if err := checkMode(req.GetPermissionMode()); err != nil {
+		return nil, toStatus(err)
+	}
+	for _, kv := range req.GetEnv() {
+		if !strings.Contains(kv, "=") {
+			return nil, toStatus(invalidf("env entry %q is not KEY=VALUE", kv))
+		}
+	}
+	sess, created, err := s.sessions.Create(ctx, session.CreateOptions{
+		Cwd:            req.GetCwd(),
+		AdditionalDirs: req.GetAdditionalDirectories(),
+		PermissionMode: req.GetPermissionMode(),
+		Env:            req.GetEnv(),
+		DefaultForCwd:  req.GetDefaultForCwd(),
+	})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if created {
+		s.log.Info("session created", "session", sess.ID(), "cwd", req.GetCwd())
+	}
+	return &tacklev1.CreateSessionResponse{Session: sessionToProto(sess.Info()), Created: created}, nil
+}
+
+// ListSessions implements TackleService.
+func (s *Server) ListSessions(ctx context.Context, _ *tacklev1.ListSessionsRequest) (*tacklev1.ListSessionsResponse, error) {
+	infos, err := s.sessions.List(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	out := &tacklev1.ListSessionsResponse{Sessions: make([]*tacklev1.Session, 0, len(infos))}
+	for _, in := range infos {
+		out.Sessions = append(out.Sessions, sessionToProto(in))
+	}
+	return out, nil
+}
+
+// GetSession implements TackleService.
+func (s *Server) GetSession(ctx context.Context, req *tacklev1.GetSessionRequest) (*tacklev1.GetSessionResponse, error) {
+	sess, err := s.session(ctx, req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &tacklev1.GetSessionResponse{Session: sessionToProto(sess.Info())}, nil
+}
+
+// DeleteSession implements TackleService.
+func (s *Server) DeleteSession(ctx context.Context, req *tacklev1.DeleteSessionRequest) (*tacklev1.DeleteSessionResponse, error) {
+	if req.GetId() == "" {
+		return nil, toStatus(invalidf("session id is required"))
+	}
+	if running := s.disp.Running(req.GetId()); len(running) > 0 {
+		return nil, toStatus(codedf(codes.FailedPrecondition, "session %s has %d calls running: cancel them first", req.GetId(), len(running)))
+	}
+	if err := s.sessions.Delete(ctx, req.GetId()); err != nil {
+		return nil, toStatus(err)
+	}
+	s.log.Info("session deleted", "session", req.GetId())
+	return &tacklev1.DeleteSessionResponse{}, nil
+}
+
+// ListTools implements TackleService. Every session shares the daemon's
+// pool for now, so session_id is only checked to exist and cwd is ignored.
+func (s *Server) ListTools(ctx context.Context, req *tacklev1.ListToolsRequest) (*tacklev1.ListToolsResponse, error) {
+	if id := req.GetSessionId(); id != "" {
+		if _, err := s.session(ctx, id); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	tools := s.disp.Registry().Tools()
+	out := &tacklev1.ListToolsResponse{Tools: make([]*tacklev1.ToolInfo, 0, len(tools))}
+	for _, t := range tools {
+		out.Tools = append(out.Tools, toolToProto(t, req.GetAll()))
+	}
+	return out, nil
+}
+
+// AnswerPermission implements TackleService.
+func (s *Server) AnswerPermission(_ context.Context, req *tacklev1.AnswerPermissionRequest) (*tacklev1.AnswerPermissionResponse, error) {
+	name := req.GetClientName()
+	if name == "" {
+		name = "unary"
+	}
+	clientID := s.newID(name + "-")
+	a, err := answerFromProto(req.GetAnswer(), clientID)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if !s.broker.Answer(req.GetAnswer().GetSessionId(), req.GetAnswer().GetRequestId(), a) {
+		return &tacklev1.AnswerPermissionResponse{Accepted: false, Message: "no pending request " + req.GetAnswer().GetRequestId() + " in session " + req.GetAnswer().GetSessionId() + ": it was already answered, timed out or never existed"}, nil
+	}
+	s.log.Info("permission answered", "session", req.GetAnswer().GetSessionId(), "request", req.GetAnswer().GetRequestId(), "decision", a.Decision, "client", clientID)
+	return &tacklev1.AnswerPermissionResponse{Accepted: true}, nil
+}
+
+// Status implements TackleService.
+func (s *Server) Status(context.Context, *tacklev1.StatusRequest) (*tacklev1.StatusResponse, error) {
+	return &tacklev1.StatusResponse{
+		Version:         s.opts.Version,
+		BuildId:         s.opts.BuildID,
+		Pid:             int64(os.Getpid()),
+		Socket:          s.opts.Socket,
+		UptimeSeconds:   int64(time.Since(s.started) / time.Second),
+		Sessions:        uint32(s.sessions.Count()),
+		Clients:         uint32(s.clients.Load()),
+		ProtocolVersion: ProtocolVersion,
+		RssBytes:        rss(),
+	}, nil
+}
+
+// Shutdown implements TackleService: it answers, then Run stops gracefully.
+func (s *Server) Shutdown(context.Context, *tacklev1.ShutdownRequest) (*tacklev1.ShutdownResponse, error) {
+	s.log.Info("shutdown requested by a client")
+	s.RequestStop()
+	return &tacklev1.ShutdownResponse{}, nil
+}
+
+// session finds a session by id.
+func (s *Server) session(ctx context.Context, id string) (*session.Session, error) {
+	if id == "" {
+		return nil, invalidf("session id is required")
+	}
+	return s.sessions.Get(ctx, id)
+}
+
+// rss returns the resident set size of this process, 0 if unknown.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return 0
+	}
+	pages, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return pages * int64(os.Getpagesize())
+}

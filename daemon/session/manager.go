@@ -1,0 +1,360 @@
+// Package session owns tackle's sessions: one conversation's tool state
+// (working directory, additional directories, permission mode, environment,
+// todo list, file read-state) and its append-only event log with gapless
+// per-session sequence numbers, persisted in the state database (package
+// store) before being published on the session's event.Bus.
+//
+// A *Session is what tools see as tool.Env and what context modifiers change
+// as tool.Mutator. This package does not run tools, decide permissions or
+// speak protobuf.
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/store"
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// ErrNotFound is returned (wrapped) for a session that does not exist.
+var ErrNotFound = errors.New("session not found")
+
+// ErrInvalid is wrapped by errors for bad CreateOptions or settings (a
+// relative cwd, a missing directory, an unknown permission mode).
+var ErrInvalid = errors.New("invalid session settings")
+
+// Permission modes a session may have.
+const (
+	ModeDefault           = "default"
+	ModeAcceptEdits       = "acceptEdits"
+	ModePlan              = "plan"
+	ModeDontAsk           = "dontAsk"
+	ModeBypassPermissions = "bypassPermissions"
+)
+
+// PermissionModes lists the valid permission modes.
+var PermissionModes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions}
+
+// ValidateMode returns mode, or ModeDefault for "", or an error wrapping
+// ErrInvalid that lists the valid modes.
+func ValidateMode(mode string) (string, error) {
+	if mode == "" {
+		return ModeDefault, nil
+	}
+	for _, m := range PermissionModes {
+		if m == mode {
+			return mode, nil
+		}
+	}
+	return "", fmt.Errorf("%w: unknown permission mode %q (use one of %s)", ErrInvalid, mode, strings.Join(PermissionModes, ", "))
+}
+
+// CreateOptions describes a new session.
+type CreateOptions struct {
+	// Cwd is the working directory: absolute, an existing directory. It is
+	// stored cleaned with symlinks resolved.
+	Cwd string
+	// AdditionalDirs are further working directories (absolute, or relative to Cwd).
+	AdditionalDirs []string
+	// PermissionMode is one of PermissionModes; empty means "default".
+	PermissionMode string
+	// Env is the environment of the creating client (KEY=VALUE).
+	Env []string
+	// DefaultForCwd asks for the default session of Cwd: the existing one is
+	// returned (created false, the other options ignored) or it is created.
+	DefaultForCwd bool
+}
+
+// Info is a snapshot of a session's state.
+type Info struct {
+	ID             string
+	Cwd            string
+	AdditionalDirs []string
+	PermissionMode string
+	// Todos is the todo list as JSON, nil when never set.
+	Todos     json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// LastSeq is the sequence number of the last event (0 for none).
+	LastSeq uint64
+	// FilesRead counts the files with a recorded read-state.
+	FilesRead int
+	// Env is the environment of the client that created the session.
+	Env []string
+	// DefaultForCwd is true for the default session of its directory.
+	DefaultForCwd bool
+}
+
+// Options configures a Manager. A nil *Options means defaults.
+type Options struct {
+	// StateDir holds outputs/<session id>/ (default: the database's directory).
+	StateDir string
+	// Logger receives errors the tool.Mutator methods cannot return (default: none).
+	Logger hclog.Logger
+}
+
+// Manager creates, loads and deletes sessions. It is safe for concurrent use.
+// It caches each loaded *Session, so every caller shares one Session (and one
+// event.Bus) per id.
+type Manager struct {
+	st   *store.Store
+	opts Options
+	w    *writer // stores every session's log, batched
+
+	mu       sync.Mutex // guards the fields below; lock order: Manager.mu before Session.appendMu
+	sessions map[string]*Session
+	closed   bool
+}
+
+// NewManager returns a manager of the sessions stored in st. It does not
+// close st.
+func NewManager(st *store.Store, opts *Options) *Manager {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.StateDir == "" {
+		o.StateDir = filepath.Dir(st.Path())
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Manager{st: st, opts: o, w: newWriter(st, o.Logger), sessions: map[string]*Session{}}
+}
+
+// resolveDir returns dir cleaned, absolute (relative to base if base is
+// set) and with symlinks resolved, or an error if it is not a directory.
+func resolveDir(what, dir, base string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("%w: %s is empty", ErrInvalid, what)
+	}
+	if !filepath.IsAbs(dir) {
+		if base == "" {
+			return "", fmt.Errorf("%w: %s %q is not an absolute path", ErrInvalid, what, dir)
+		}
+		dir = filepath.Join(base, dir)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(dir))
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %q: %v", ErrInvalid, what, dir, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s %q: %v", ErrInvalid, what, dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%w: %s %q is not a directory", ErrInvalid, what, dir)
+	}
+	return real, nil
+}
+
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return "s_" + hex.EncodeToString(b[:])
+}
+
+// Create makes a new session, or with DefaultForCwd returns the default
+// session of the directory (creating it on first use). created reports
+// whether a session was created. Two concurrent calls for the same
+// directory's default session get the same session, also across processes
+// sharing the database.
+func (m *Manager) Create(ctx context.Context, o CreateOptions) (s *Session, created bool, err error) {
+	cwd, err := resolveDir("cwd", o.Cwd, "")
+	if err != nil {
+		return nil, false, err
+	}
+	if o.DefaultForCwd {
+		row, err := m.st.DefaultSession(ctx, cwd)
+		if err == nil {
+			s, err := m.Get(ctx, row.ID)
+			return s, false, err
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, false, err
+		}
+	}
+	mode, err := ValidateMode(o.PermissionMode)
+	if err != nil {
+		return nil, false, err
+	}
+	var dirs []string
+	for _, d := range o.AdditionalDirs {
+		r, err := resolveDir("additional directory", d, cwd)
+		if err != nil {
+			return nil, false, err
+		}
+		dirs = append(dirs, r)
+	}
+	now := time.Now().UTC()
+	row := store.SessionRow{
+		ID: newID(), Cwd: cwd, AdditionalDirs: dirs, PermissionMode: mode,
+		Env: append([]string(nil), o.Env...), CreatedAt: now, UpdatedAt: now, DefaultForCwd: o.DefaultForCwd,
+	}
+	m.mu.Lock()
+	closed := m.closed
+	m.mu.Unlock()
+	if closed {
+		return nil, false, errors.New("creating session: the session manager is closed")
+	}
+	if err := m.st.InsertSession(ctx, row); err != nil {
+		if errors.Is(err, store.ErrDefaultExists) {
+			// Lost the race for this directory's default session: use the winner's.
+			existing, err := m.st.DefaultSession(ctx, cwd)
+			if err != nil {
+				return nil, false, err
+			}
+			s, err := m.Get(ctx, existing.ID)
+			return s, false, err
+		}
+		return nil, false, fmt.Errorf("creating session: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[row.ID]; ok {
+		// A concurrent Create of the same default session found and loaded it first.
+		return s, true, nil
+	}
+	s = m.newSession(row, nil)
+	m.sessions[s.id] = s
+	return s, true, nil
+}
+
+// Get returns the session with this id, loading it from the database on
+// first use. An unknown id gives an error wrapping ErrNotFound.
+func (m *Manager) Get(ctx context.Context, id string) (*Session, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.sessions[id]; ok {
+		return s, nil
+	}
+	if m.closed {
+		return nil, fmt.Errorf("loading session %s: the session manager is closed", id)
+	}
+	row, err := m.st.GetSession(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading session %s: %w", id, err)
+	}
+	files, err := m.st.FileStates(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("loading session %s: %w", id, err)
+	}
+	s := m.newSession(row, files)
+	m.sessions[id] = s
+	return s, nil
+}
+
+func (m *Manager) newSession(row store.SessionRow, files map[string]tool.FileState) *Session {
+	if files == nil {
+		files = map[string]tool.FileState{}
+	}
+	return &Session{
+		m:       m,
+		id:      row.ID,
+		bus:     event.NewBus(),
+		lastSeq: row.LastSeq,
+		row:     row,
+		files:   files,
+		log:     m.opts.Logger.With("session", row.ID),
+	}
+}
+
+func infoFromRow(r store.SessionRow) Info {
+	return Info{
+		ID: r.ID, Cwd: r.Cwd, AdditionalDirs: r.AdditionalDirs, PermissionMode: r.PermissionMode,
+		Todos: r.Todos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LastSeq: r.LastSeq,
+		FilesRead: r.FilesRead, Env: r.Env, DefaultForCwd: r.DefaultForCwd,
+	}
+}
+
+// List returns every stored session, newest first.
+func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	rows, err := m.st.ListSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Info, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, infoFromRow(r))
+	}
+	return out, nil
+}
+
+// Delete removes a session: its row, events, read-state and outputs
+// directory. Its subscribers are cut off (channel closed, Err nil) and later
+// Appends on it fail. An unknown id gives an error wrapping ErrNotFound.
+func (m *Manager) Delete(ctx context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.sessions[id]
+	if s != nil {
+		s.appendMu.Lock()
+		defer s.appendMu.Unlock()
+	}
+	if err := m.w.flush(); err != nil {
+		return fmt.Errorf("deleting session %s: %w", id, err)
+	}
+	if err := m.st.DeleteSession(ctx, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
+		}
+		return err
+	}
+	if s != nil {
+		s.deleted = true
+		s.bus.Close()
+		delete(m.sessions, id)
+	}
+	if err := os.RemoveAll(m.outputDir(id)); err != nil {
+		return fmt.Errorf("removing outputs of session %s: %w", id, err)
+	}
+	return nil
+}
+
+// Count returns the number of stored sessions (the loaded ones if the
+// database cannot be read).
+func (m *Manager) Count() int {
+	n, err := m.st.CountSessions(context.Background())
+	if err != nil {
+		m.opts.Logger.Error("counting sessions", "error", err)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return len(m.sessions)
+	}
+	return n
+}
+
+// Close cuts off every subscriber of every loaded session. Later Get and
+// Create calls fail. It does not close the store. It is idempotent.
+func (m *Manager) Close() error {
+	m.w.close()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	for _, s := range m.sessions {
+		s.bus.Close()
+	}
+	return nil
+}
+
+func (m *Manager) outputDir(id string) string {
+	return filepath.Join(m.opts.StateDir, "outputs", id)
+}

@@ -1,0 +1,260 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/store"
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// Session is one session's state and event log. It implements tool.Env and
+// tool.Mutator and is safe for concurrent use.
+//
+// Lock order: appendMu before mu. Append and Subscribe hold appendMu, so a
+// subscriber's replay and live events meet without gap or duplicate.
+type Session struct {
+	m   *Manager
+	id  string
+	bus *event.Bus
+	log hclog.Logger
+
+	appendMu sync.Mutex // guards the fields below; serialises Append, Subscribe and Delete
+	lastSeq  uint64
+	deleted  bool
+
+	mu    sync.RWMutex // guards the fields below; held across the database write of a change
+	row   store.SessionRow
+	files map[string]tool.FileState // by cleaned path
+}
+
+var (
+	_ tool.Env     = (*Session)(nil)
+	_ tool.Mutator = (*Session)(nil)
+)
+
+// ID returns the session id.
+func (s *Session) ID() string { return s.id }
+
+// SessionID returns the session id (tool.Env).
+func (s *Session) SessionID() string { return s.id }
+
+// Info returns a snapshot of the session's state.
+func (s *Session) Info() Info {
+	s.appendMu.Lock()
+	last := s.lastSeq
+	s.appendMu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	i := infoFromRow(s.row)
+	i.AdditionalDirs = append([]string(nil), i.AdditionalDirs...)
+	i.Env = append([]string(nil), i.Env...)
+	i.Todos = append(json.RawMessage(nil), i.Todos...)
+	if len(i.Todos) == 0 {
+		i.Todos = nil
+	}
+	i.LastSeq = last
+	i.FilesRead = len(s.files)
+	return i
+}
+
+// Bus returns the session's event bus. Subscribe through Subscribe, which
+// also replays stored events; Bus is for tests and diagnostics.
+func (s *Session) Bus() *event.Bus { return s.bus }
+
+// Append gives e the session's id, the next sequence number and (if zero)
+// the current time, queues it for storage, and publishes it on the session's
+// bus: a durable event (see writer) only once it is committed, call states
+// and progress at once, always in sequence order.
+// It returns the stored event (a copy of e; e is not changed). Sequence
+// numbers are gapless: a failed store leaves the number unused. Safe for
+// concurrent use. Events handed out must not be modified.
+func (s *Session) Append(e *event.Event) (*event.Event, error) {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if s.deleted {
+		return nil, fmt.Errorf("appending to session %s: %w (deleted)", s.id, ErrNotFound)
+	}
+	c := *e
+	c.SessionID = s.id
+	c.Seq = s.lastSeq + 1
+	if c.Time.IsZero() {
+		c.Time = time.Now().UTC()
+	}
+	w := s.m.w.enqueue(store.Write{Event: &c})
+	if durable(c.Type) {
+		if err := w.wait(); err != nil {
+			return nil, err
+		}
+	}
+	s.lastSeq = c.Seq
+	s.bus.Publish(&c)
+	return &c, nil
+}
+
+// Subscribe returns the stored events with seq >= fromSeq (none if
+// liveOnly) and a subscription that receives every event appended after
+// them, with no gap and no duplicate. buf is the subscription's buffer (see
+// event.Bus for what happens when it fills up). The caller must Close sub.
+func (s *Session) Subscribe(fromSeq uint64, liveOnly bool, buf int) (replay []*event.Event, sub *event.Subscription, err error) {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if s.deleted {
+		return nil, nil, fmt.Errorf("subscribing to session %s: %w (deleted)", s.id, ErrNotFound)
+	}
+	if !liveOnly && fromSeq <= s.lastSeq {
+		if err := s.m.w.flush(); err != nil {
+			return nil, nil, err
+		}
+		replay, err = s.m.st.Events(context.Background(), s.id, fromSeq)
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return replay, s.bus.Subscribe(buf), nil
+}
+
+// Events returns the stored events with seq >= fromSeq, in order.
+func (s *Session) Events(ctx context.Context, fromSeq uint64) ([]*event.Event, error) {
+	if err := s.m.w.flush(); err != nil {
+		return nil, err
+	}
+	return s.m.st.Events(ctx, s.id, fromSeq)
+}
+
+// Apply runs a context modifier against the session (as tool.Mutator). A nil
+// modifier does nothing.
+func (s *Session) Apply(m tool.Modifier) {
+	if m != nil {
+		m(s)
+	}
+}
+
+// Cwd returns the current working directory (tool.Env).
+func (s *Session) Cwd() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.row.Cwd
+}
+
+// WorkingDirs returns the cwd followed by the additional directories (tool.Env).
+func (s *Session) WorkingDirs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, 1+len(s.row.AdditionalDirs))
+	out = append(out, s.row.Cwd)
+	for _, d := range s.row.AdditionalDirs {
+		if d != s.row.Cwd {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Environ returns the environment of the client that created the session (tool.Env).
+func (s *Session) Environ() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]string(nil), s.row.Env...)
+}
+
+// PermissionMode returns the session's stored permission mode.
+func (s *Session) PermissionMode() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.row.PermissionMode
+}
+
+// FileState returns the recorded read-state of path (tool.Env).
+func (s *Session) FileState(path string) (tool.FileState, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fs, ok := s.files[filepath.Clean(path)]
+	return fs, ok
+}
+
+// OutputDir returns StateDir/outputs/<id>, creating it if needed (tool.Env).
+func (s *Session) OutputDir() string {
+	dir := s.m.outputDir(s.id)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		s.log.Error("creating output directory", "dir", dir, "error", err)
+	}
+	return dir
+}
+
+// update changes the row under mu, stores it and appends a session_updated
+// event with change. It returns the error for callers that can report it.
+func (s *Session) update(what string, change *event.SessionChange, f func(r *store.SessionRow)) error {
+	s.mu.Lock()
+	old := s.row
+	f(&s.row)
+	s.row.UpdatedAt = time.Now().UTC()
+	if err := s.m.st.UpdateSession(context.Background(), s.row); err != nil {
+		s.row = old
+		s.mu.Unlock()
+		return fmt.Errorf("%s of session %s: %w", what, s.id, err)
+	}
+	s.mu.Unlock()
+	if _, err := s.Append(&event.Event{Type: event.SessionUpdated, Session: change}); err != nil {
+		return fmt.Errorf("%s of session %s: %w", what, s.id, err)
+	}
+	return nil
+}
+
+// SetCwd changes the working directory (tool.Mutator). A relative dir is
+// taken relative to the current one; a dir that is not an existing
+// directory is logged and ignored.
+func (s *Session) SetCwd(dir string) {
+	if err := s.ChangeCwd(dir); err != nil {
+		s.log.Error("changing cwd", "dir", dir, "error", err)
+	}
+}
+
+// ChangeCwd is SetCwd with an error.
+func (s *Session) ChangeCwd(dir string) error {
+	real, err := resolveDir("cwd", dir, s.Cwd())
+	if err != nil {
+		return err
+	}
+	return s.update("changing cwd", &event.SessionChange{Cwd: real}, func(r *store.SessionRow) { r.Cwd = real })
+}
+
+// SetPermissionMode changes the stored permission mode (one of PermissionModes).
+func (s *Session) SetPermissionMode(mode string) error {
+	mode, err := ValidateMode(mode)
+	if err != nil {
+		return err
+	}
+	return s.update("changing permission mode", &event.SessionChange{PermissionMode: mode}, func(r *store.SessionRow) { r.PermissionMode = mode })
+}
+
+// SetTodos replaces the todo list (tool.Mutator). Invalid JSON is logged and ignored.
+func (s *Session) SetTodos(todos json.RawMessage) {
+	if !json.Valid(todos) {
+		s.log.Error("setting todos: not valid JSON", "todos", string(todos))
+		return
+	}
+	t := append(json.RawMessage(nil), todos...)
+	if err := s.update("setting todos", &event.SessionChange{Todos: t}, func(r *store.SessionRow) { r.Todos = t }); err != nil {
+		s.log.Error("setting todos", "error", err)
+	}
+}
+
+// RecordFile records the read-state of a file (tool.Mutator): kept in memory
+// for FileState and stored in the background with the session log (so it is
+// committed before the call's result is published).
+func (s *Session) RecordFile(fs tool.FileState) {
+	fs.Path = filepath.Clean(fs.Path)
+	s.mu.Lock()
+	s.files[fs.Path] = fs
+	s.mu.Unlock()
+	s.m.w.enqueue(store.Write{SessionID: s.id, File: fs})
+}

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// migrations is the schema history. Entry i brings the schema from version i
+// to version i+1; each runs in one transaction together with the version
+// bump. Never edit an entry that has shipped: append a new one (the
+// permission issue adds pending_requests and audit tables this way).
+var migrations = []string{
+	// 1: sessions, their event logs and read-state.
+	`
+CREATE TABLE sessions (
+	id                 TEXT PRIMARY KEY,
+	cwd                TEXT NOT NULL,
+	additional_dirs    TEXT NOT NULL DEFAULT '[]', -- JSON array of absolute paths
+	permission_mode    TEXT NOT NULL DEFAULT 'default',
+	env                TEXT NOT NULL DEFAULT '[]', -- JSON array of KEY=VALUE
+	todos              TEXT,                       -- JSON, NULL when never set
+	created_at         INTEGER NOT NULL,           -- unix nanoseconds
+	updated_at         INTEGER NOT NULL,
+	is_default_for_cwd INTEGER NOT NULL DEFAULT 0
+);
+-- At most one default session per directory: this makes "the session of
+-- this directory" race-free across goroutines and processes.
+CREATE UNIQUE INDEX sessions_default_for_cwd ON sessions (cwd) WHERE is_default_for_cwd;
+CREATE INDEX sessions_created_at ON sessions (created_at);
+
+CREATE TABLE events (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	seq        INTEGER NOT NULL,
+	type       TEXT NOT NULL,
+	time       INTEGER NOT NULL, -- unix nanoseconds
+	json       TEXT NOT NULL,    -- the whole event.Event
+	PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE read_state (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	path       TEXT NOT NULL,
+	json       TEXT NOT NULL, -- tool.FileState
+	PRIMARY KEY (session_id, path)
+) WITHOUT ROWID;
+`,
+}
+
+// SchemaVersion is the schema version this build writes.
+func SchemaVersion() int { return len(migrations) }
+
+// migrate applies pending migrations. It always takes the write lock (an
+// immediate transaction), so a database held locked by another process is
+// reported at open time rather than at the first write.
+func (s *Store) migrate(ctx context.Context) error {
+	tx, err := s.db.BeginTx(ctx, nil) // BEGIN IMMEDIATE (see _txlock)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return err
+	}
+	var v int
+	switch err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	}
+	if v > len(migrations) {
+		return fmt.Errorf("schema version %d is newer than this tackled knows (%d): use a newer tackled", v, len(migrations))
+	}
+	for i := v; i < len(migrations); i++ {
+		if _, err := tx.ExecContext(ctx, migrations[i]); err != nil {
+			return fmt.Errorf("applying migration %d: %w", i+1, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, len(migrations)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -1,0 +1,321 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// SessionRow is one row of the sessions table.
+type SessionRow struct {
+	ID             string
+	Cwd            string
+	AdditionalDirs []string
+	PermissionMode string
+	Env            []string
+	// Todos is the todo list as JSON; nil when never set.
+	Todos         json.RawMessage
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	DefaultForCwd bool
+	// LastSeq and FilesRead are computed (read-only): the highest event
+	// sequence number and the number of read-state entries.
+	LastSeq   uint64
+	FilesRead int
+}
+
+const sessionColumns = `id, cwd, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd,
+	(SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = sessions.id),
+	(SELECT COUNT(*) FROM read_state WHERE session_id = sessions.id)`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanSession(r rowScanner) (SessionRow, error) {
+	var (
+		row                 SessionRow
+		dirs, env           string
+		todos               sql.NullString
+		created, updated    int64
+		isDefault           bool
+		lastSeq, filesCount int64
+	)
+	if err := r.Scan(&row.ID, &row.Cwd, &dirs, &row.PermissionMode, &env, &todos, &created, &updated, &isDefault, &lastSeq, &filesCount); err != nil {
+		return row, err
+	}
+	if err := json.Unmarshal([]byte(dirs), &row.AdditionalDirs); err != nil {
+		return row, fmt.Errorf("decoding additional_dirs of session %s: %w", row.ID, err)
+	}
+	if err := json.Unmarshal([]byte(env), &row.Env); err != nil {
+		return row, fmt.Errorf("decoding env of session %s: %w", row.ID, err)
+	}
+	if todos.Valid {
+		row.Todos = json.RawMessage(todos.String)
+	}
+	row.CreatedAt = time.Unix(0, created).UTC()
+	row.UpdatedAt = time.Unix(0, updated).UTC()
+	row.DefaultForCwd = isDefault
+	row.LastSeq = uint64(lastSeq)
+	row.FilesRead = int(filesCount)
+	return row, nil
+}
+
+func jsonList(l []string) string {
+	if l == nil {
+		l = []string{}
+	}
+	b, _ := json.Marshal(l) // cannot fail for strings
+	return string(b)
+}
+
+func nullJSON(r json.RawMessage) sql.NullString {
+	if len(r) == 0 {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: string(r), Valid: true}
+}
+
+// InsertSession adds a session. If r.DefaultForCwd is set and the directory
+// already has a default session, it returns ErrDefaultExists and adds nothing.
+func (s *Store) InsertSession(ctx context.Context, r SessionRow) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Cwd, jsonList(r.AdditionalDirs), r.PermissionMode, jsonList(r.Env), nullJSON(r.Todos),
+		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(), r.DefaultForCwd)
+	if err != nil {
+		if r.DefaultForCwd && isConstraint(err) {
+			return ErrDefaultExists
+		}
+		return s.explain("inserting session into", err)
+	}
+	return nil
+}
+
+// UpdateSession stores the mutable fields of a session (cwd, additional
+// directories, permission mode, todos, updated_at).
+func (s *Store) UpdateSession(ctx context.Context, r SessionRow) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET cwd = ?, additional_dirs = ?, permission_mode = ?, todos = ?, updated_at = ? WHERE id = ?`,
+		r.Cwd, jsonList(r.AdditionalDirs), r.PermissionMode, nullJSON(r.Todos), r.UpdatedAt.UnixNano(), r.ID)
+	if err != nil {
+		return s.explain("updating session in", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("updating session %s: %w", r.ID, ErrNotFound)
+	}
+	return nil
+}
+
+// GetSession returns one session, or an error wrapping ErrNotFound.
+func (s *Store) GetSession(ctx context.Context, id string) (SessionRow, error) {
+	r, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("session %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return r, s.explain("reading session from", err)
+	}
+	return r, nil
+}
+
+// DefaultSession returns the default session of directory cwd, or an error
+// wrapping ErrNotFound.
+func (s *Store) DefaultSession(ctx context.Context, cwd string) (SessionRow, error) {
+	r, err := scanSession(s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE cwd = ? AND is_default_for_cwd`, cwd))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, fmt.Errorf("default session of %s: %w", cwd, ErrNotFound)
+	}
+	if err != nil {
+		return r, s.explain("reading session from", err)
+	}
+	return r, nil
+}
+
+// ListSessions returns every session, newest first.
+func (s *Store) ListSessions(ctx context.Context) ([]SessionRow, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions ORDER BY created_at DESC, id`)
+	if err != nil {
+		return nil, s.explain("listing sessions in", err)
+	}
+	defer rows.Close()
+	var out []SessionRow
+	for rows.Next() {
+		r, err := scanSession(rows)
+		if err != nil {
+			return nil, s.explain("listing sessions in", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.explain("listing sessions in", err)
+	}
+	return out, nil
+}
+
+// CountSessions returns the number of sessions.
+func (s *Store) CountSessions(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sessions`).Scan(&n); err != nil {
+		return 0, s.explain("counting sessions in", err)
+	}
+	return n, nil
+}
+
+// DeleteSession removes a session with its events and read-state. It
+// returns an error wrapping ErrNotFound if there is no such session.
+func (s *Store) DeleteSession(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, id)
+	if err != nil {
+		return s.explain("deleting session from", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("deleting session %s: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// AppendEvent stores one event of a session's log. Its SessionID and Seq
+// must be set; a sequence number already stored is an error.
+func (s *Store) AppendEvent(ctx context.Context, e *event.Event) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO events (session_id, seq, type, time, json) VALUES (?, ?, ?, ?, ?)`,
+		e.SessionID, int64(e.Seq), string(e.Type), e.Time.UnixNano(), string(b)); err != nil {
+		return s.explain(fmt.Sprintf("appending event %d of session %s to", e.Seq, e.SessionID), err)
+	}
+	return nil
+}
+
+// Events returns the stored events of a session with seq >= fromSeq, in order.
+func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([]*event.Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT json FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq`, sessionID, int64(fromSeq))
+	if err != nil {
+		return nil, s.explain("reading events from", err)
+	}
+	defer rows.Close()
+	var out []*event.Event
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, s.explain("reading events from", err)
+		}
+		e := new(event.Event)
+		if err := json.Unmarshal(b, e); err != nil {
+			return nil, fmt.Errorf("decoding an event of session %s: %w", sessionID, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.explain("reading events from", err)
+	}
+	return out, nil
+}
+
+// LastSeq returns the highest stored sequence number of a session (0 if none).
+func (s *Store) LastSeq(ctx context.Context, sessionID string) (uint64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
+		return 0, s.explain("reading events from", err)
+	}
+	return uint64(n), nil
+}
+
+// PutFileState records (replaces) the read-state of one file of a session.
+func (s *Store) PutFileState(ctx context.Context, sessionID string, fs tool.FileState) error {
+	b, err := json.Marshal(fs)
+	if err != nil {
+		return fmt.Errorf("encoding read-state of %q: %w", fs.Path, err)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO read_state (session_id, path, json) VALUES (?, ?, ?)
+		ON CONFLICT (session_id, path) DO UPDATE SET json = excluded.json`, sessionID, fs.Path, string(b)); err != nil {
+		return s.explain("recording read-state in", err)
+	}
+	return nil
+}
+
+// FileStates returns the read-state of every file a session recorded, by path.
+func (s *Store) FileStates(ctx context.Context, sessionID string) (map[string]tool.FileState, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT json FROM read_state WHERE session_id = ?`, sessionID)
+	if err != nil {
+		return nil, s.explain("reading read-state from", err)
+	}
+	defer rows.Close()
+	out := map[string]tool.FileState{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, s.explain("reading read-state from", err)
+		}
+		var fs tool.FileState
+		if err := json.Unmarshal(b, &fs); err != nil {
+			return nil, fmt.Errorf("decoding read-state of session %s: %w", sessionID, err)
+		}
+		out[fs.Path] = fs
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.explain("reading read-state from", err)
+	}
+	return out, nil
+}
+
+// Write is one row of a batch written by WriteBatch: an event, or the
+// read-state of a file (Event nil, SessionID and File set).
+type Write struct {
+	Event     *event.Event
+	SessionID string
+	File      tool.FileState
+}
+
+// WriteBatch stores the writes in one transaction, in order: all or none.
+// It is how the session package keeps the per-event cost of the log small.
+func (s *Store) WriteBatch(ctx context.Context, ws []Write) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain("writing to", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	var evStmt, fileStmt *sql.Stmt
+	for _, w := range ws {
+		if w.Event != nil {
+			e := w.Event
+			b, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
+			}
+			if evStmt == nil {
+				if evStmt, err = tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, type, time, json) VALUES (?, ?, ?, ?, ?)`); err != nil {
+					return s.explain("writing to", err)
+				}
+				defer evStmt.Close()
+			}
+			if _, err := evStmt.ExecContext(ctx, e.SessionID, int64(e.Seq), string(e.Type), e.Time.UnixNano(), string(b)); err != nil {
+				return s.explain(fmt.Sprintf("appending event %d of session %s to", e.Seq, e.SessionID), err)
+			}
+			continue
+		}
+		b, err := json.Marshal(w.File)
+		if err != nil {
+			return fmt.Errorf("encoding read-state of %q: %w", w.File.Path, err)
+		}
+		if fileStmt == nil {
+			if fileStmt, err = tx.PrepareContext(ctx, `INSERT INTO read_state (session_id, path, json) VALUES (?, ?, ?)
+				ON CONFLICT (session_id, path) DO UPDATE SET json = excluded.json`); err != nil {
+				return s.explain("writing to", err)
+			}
+			defer fileStmt.Close()
+		}
+		if _, err := fileStmt.ExecContext(ctx, w.SessionID, w.File.Path, string(b)); err != nil {
+			return s.explain("recording read-state in", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain("writing to", err)
+	}
+	return nil
+}

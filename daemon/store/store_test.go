@@ -1,0 +1,257 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func TestOpenCreatesSchemaAndReopens(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v; want wal", mode, err)
+	}
+	var fk int
+	if err := s.db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		t.Errorf("foreign_keys = %d, %v; want 1", fk, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatalf("reopening: %v", err)
+	}
+	defer s.Close()
+	var v int
+	if err := s.db.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != SchemaVersion() {
+		t.Errorf("schema version = %d, %v; want %d", v, err, SchemaVersion())
+	}
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`UPDATE schema_version SET version = 999`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = Open(path)
+	if err == nil || !strings.Contains(err.Error(), "newer") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Open of a newer schema: %v; want an error naming the path and 'newer'", err)
+	}
+}
+
+func TestCorruptDatabase(t *testing.T) {
+	tests := []struct {
+		name string
+		data func(t *testing.T, path string) []byte
+	}{
+		{"garbage", func(*testing.T, string) []byte {
+			return bytes.Repeat([]byte("this is not a database\n"), 400)
+		}},
+		{"damaged header", func(t *testing.T, path string) []byte {
+			s, err := Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			copy(b, "SQLite format 4\x00garbagegarbage")
+			return b
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.db")
+			data := tt.data(t, path)
+			os.Remove(path + "-wal")
+			os.Remove(path + "-shm")
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			s, err := Open(path)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open of a corrupt file succeeded")
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("error does not wrap ErrCorrupt: %v", err)
+			}
+			if testing.Verbose() {
+				t.Log(err)
+			}
+			for _, want := range []string{path, "corrupt", "move it aside"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not contain %q", err, want)
+				}
+			}
+			got, rerr := os.ReadFile(path)
+			if rerr != nil || !bytes.Equal(got, data) {
+				t.Errorf("the corrupt file was changed (read error %v)", rerr)
+			}
+		})
+	}
+}
+
+func TestLockedDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertSession(context.Background(), SessionRow{ID: "s_keep", Cwd: "/", CreatedAt: time.Now(), UpdatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+
+	// Another "process": a plain connection holding an exclusive lock.
+	other, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), `BEGIN EXCLUSIVE`); err != nil {
+		t.Fatal(err)
+	}
+
+	_, err = OpenWith(path, &Options{BusyTimeout: 100 * time.Millisecond})
+	if err == nil {
+		t.Fatal("Open of a locked database succeeded")
+	}
+	if !errors.Is(err, ErrLocked) {
+		t.Errorf("error does not wrap ErrLocked: %v", err)
+	}
+	if testing.Verbose() {
+		t.Log(err)
+	}
+	for _, want := range []string{path, "locked"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+
+	// Once the lock is released, nothing is lost.
+	if _, err := conn.ExecContext(context.Background(), `ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(path)
+	if err != nil {
+		t.Fatalf("Open after the lock was released: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.GetSession(context.Background(), "s_keep"); err != nil {
+		t.Errorf("session lost: %v", err)
+	}
+}
+
+func TestSessionsEventsReadState(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	row := SessionRow{ID: "s_1", Cwd: "/tmp", AdditionalDirs: []string{"/a"}, PermissionMode: "plan",
+		Env: []string{"A=1"}, CreatedAt: now, UpdatedAt: now, DefaultForCwd: true}
+	if err := s.InsertSession(ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	dup := row
+	dup.ID = "s_2"
+	if err := s.InsertSession(ctx, dup); !errors.Is(err, ErrDefaultExists) {
+		t.Fatalf("second default session for /tmp: %v, want ErrDefaultExists", err)
+	}
+	dup.DefaultForCwd = false
+	if err := s.InsertSession(ctx, dup); err != nil {
+		t.Fatalf("second non-default session for /tmp: %v", err)
+	}
+	got, err := s.DefaultSession(ctx, "/tmp")
+	if err != nil || got.ID != "s_1" || got.PermissionMode != "plan" || got.Env[0] != "A=1" || got.AdditionalDirs[0] != "/a" || !got.CreatedAt.Equal(now) {
+		t.Fatalf("DefaultSession = %+v, %v", got, err)
+	}
+	for i := uint64(1); i <= 3; i++ {
+		if err := s.AppendEvent(ctx, &event.Event{SessionID: "s_1", Seq: i, Type: event.Notice, Text: "n", Time: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AppendEvent(ctx, &event.Event{SessionID: "s_1", Seq: 2, Type: event.Notice}); err == nil {
+		t.Error("a duplicate seq was accepted")
+	}
+	if err := s.AppendEvent(ctx, &event.Event{SessionID: "s_nope", Seq: 1, Type: event.Notice}); err == nil {
+		t.Error("an event of an unknown session was accepted")
+	}
+	evs, err := s.Events(ctx, "s_1", 2)
+	if err != nil || len(evs) != 2 || evs[0].Seq != 2 || evs[1].Seq != 3 {
+		t.Fatalf("Events from 2 = %v, %v", evs, err)
+	}
+	if err := s.PutFileState(ctx, "s_1", tool.FileState{Path: "/tmp/x", Size: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutFileState(ctx, "s_1", tool.FileState{Path: "/tmp/x", Size: 2}); err != nil {
+		t.Fatal(err)
+	}
+	fs, err := s.FileStates(ctx, "s_1")
+	if err != nil || len(fs) != 1 || fs["/tmp/x"].Size != 2 {
+		t.Fatalf("FileStates = %v, %v", fs, err)
+	}
+	got, _ = s.GetSession(ctx, "s_1")
+	if got.LastSeq != 3 || got.FilesRead != 1 {
+		t.Errorf("LastSeq, FilesRead = %d, %d; want 3, 1", got.LastSeq, got.FilesRead)
+	}
+	list, err := s.ListSessions(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("ListSessions = %v, %v", list, err)
+	}
+	if err := s.DeleteSession(ctx, "s_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteSession(ctx, "s_1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("deleting twice: %v", err)
+	}
+	if evs, _ := s.Events(ctx, "s_1", 0); len(evs) != 0 {
+		t.Errorf("events survived their session: %v", evs)
+	}
+	if n, _ := s.LastSeq(ctx, "s_1"); n != 0 {
+		t.Errorf("LastSeq of a deleted session = %d", n)
+	}
+	if n, err := s.CountSessions(ctx); n != 1 || err != nil {
+		t.Errorf("CountSessions = %d, %v", n, err)
+	}
+}

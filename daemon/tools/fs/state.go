@@ -1,0 +1,196 @@
+package fs
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// The read-state rules, shared by every tool that changes a file:
+//
+//   - An existing file must have been read in this session (Read records a
+//     tool.FileState through its Modifier); Write needs a full read, the
+//     other editing tools accept a partial one.
+//   - It must not have changed since: same size and mtime as recorded, or,
+//     when those differ, the same SHA-256 content hash (a touch or a rewrite
+//     with the same bytes is not a change).
+//   - Every successful write records the new state (full), so the next edit
+//     needs no new Read.
+//
+// States are keyed by the real path (symlinks resolved), so a file read
+// through a link and edited through its target is the same file.
+
+// Model-facing texts, as Claude Code words them.
+const (
+	msgNotRead  = "File has not been read yet. Read it first before writing to it."
+	msgModified = "File has been modified since read, either by the user or by a linter. Read it again before attempting to write it."
+)
+
+// absPath checks that p is an absolute path and returns it cleaned.
+func absPath(env tool.Env, p string) (string, error) {
+	if p == "" {
+		return "", errors.New("file_path is empty: give the absolute path of the file")
+	}
+	if !filepath.IsAbs(p) {
+		msg := fmt.Sprintf("file_path must be an absolute path, not a relative path: %q.", p)
+		if env != nil && env.Cwd() != "" {
+			msg += fmt.Sprintf(" Relative to the working directory %s it would be %q: call the tool again with that absolute path.",
+				env.Cwd(), filepath.Join(env.Cwd(), p))
+		}
+		return "", errors.New(msg)
+	}
+	return filepath.Clean(p), nil
+}
+
+// realPath resolves the symlinks of p. For a path that does not exist yet it
+// resolves the nearest existing parent and appends the rest.
+func realPath(p string) string {
+	p = filepath.Clean(p)
+	var rest []string
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(append([]string{r}, rest...)...)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(append([]string{p}, rest...)...)
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
+}
+
+// insideDirs reports whether the real path p is inside one of dirs (whose
+// symlinks are resolved here).
+func insideDirs(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		d = realPath(d)
+		if p == d || d == string(filepath.Separator) {
+			return true
+		}
+		if strings.HasPrefix(p, d+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// accessFor builds the Access of a call on file_path.
+func accessFor(call *tool.Call, kind tool.AccessKind, filePath string) (tool.Access, error) {
+	p, err := absPath(call.Env, filePath)
+	if err != nil {
+		return tool.Access{}, err
+	}
+	r := realPath(p)
+	var dirs []string
+	if call.Env != nil {
+		dirs = call.Env.WorkingDirs()
+	}
+	return tool.Access{Kind: kind, Paths: []string{r}, InsideWorkingDirs: insideDirs(r, dirs)}, nil
+}
+
+// lookupState finds the recorded state of a file: by its real path first,
+// then by the path as given.
+func lookupState(env tool.Env, clean, real string) (tool.FileState, bool) {
+	if env == nil {
+		return tool.FileState{}, false
+	}
+	if st, ok := env.FileState(real); ok {
+		return st, true
+	}
+	if clean != real {
+		return env.FileState(clean)
+	}
+	return tool.FileState{}, false
+}
+
+// record returns a Modifier that records st in the session.
+func record(st tool.FileState) tool.Modifier {
+	return func(m tool.Mutator) { m.RecordFile(st) }
+}
+
+// unchanged reports whether a file whose current info is fi and content is
+// content (nil if not loaded) is still what st recorded. It reads the file at
+// real to hash it only when size or mtime differ and content is nil.
+func unchanged(ctx context.Context, st tool.FileState, fi fs.FileInfo, real string, content []byte) (bool, error) {
+	if fi.Size() == st.Size && fi.ModTime().Equal(st.ModTime) {
+		return true, nil
+	}
+	if fi.Size() != st.Size || st.Hash == "" {
+		return false, nil
+	}
+	var h string
+	if content != nil {
+		h = hashBytes(content)
+	} else {
+		var err error
+		if h, err = hashFile(ctx, real); err != nil {
+			return false, err
+		}
+	}
+	return h == st.Hash, nil
+}
+
+func hashBytes(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func hashFile(ctx context.Context, p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", fmt.Errorf("hashing file %q: %w", p, err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
+		return "", fmt.Errorf("hashing file %q: %w", p, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader stops reading when its context ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// notExistError is the model-facing text for a missing file.
+func notExistError(env tool.Env, p, hint string) error {
+	msg := "File does not exist: " + p + "."
+	if env != nil && env.Cwd() != "" {
+		msg += " Current working directory: " + env.Cwd() + "."
+	}
+	return errors.New(msg + " " + hint)
+}
+
+// statError turns a stat or open failure into a model-facing error.
+func statError(env tool.Env, p string, err error, hint string) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return notExistError(env, p, hint)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("permission denied reading %s: the daemon's user may not read it. Check the file's permissions (Bash `ls -l`)", p)
+	default:
+		return fmt.Errorf("reading %s: %v", p, err)
+	}
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs what tackle's tests need on a fresh Debian machine: ripgrep and fd-find
+# (oracles for Grep and Glob). Does nothing when they are already there.
+set -euo pipefail
+need=()
+command -v rg >/dev/null || need+=(ripgrep)
+command -v fdfind >/dev/null || command -v fd >/dev/null || need+=(fd-find)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "installing ${need[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
