@@ -19,6 +19,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	if sock := os.Getenv(echoEnv); sock != "" {
+		os.Exit(serveEcho(sock)) // this process is the echo server of BenchmarkEchoProcess
+	}
 	dir, err := os.MkdirTemp("", "tackle-bin")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

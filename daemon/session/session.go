@@ -72,8 +72,8 @@ func (s *Session) Bus() *event.Bus { return s.bus }
 
 // Append gives e the session's id, the next sequence number and (if zero)
 // the current time, queues it for storage, and publishes it on the session's
-// bus: a durable event (see writer) only once it is committed, call states
-// and progress at once, always in sequence order.
+// bus: a durable event (see writer) only once it is committed, every other
+// at once, always in sequence order.
 // It returns the stored event (a copy of e; e is not changed). Sequence
 // numbers are gapless: a failed store leaves the number unused. Safe for
 // concurrent use. Events handed out must not be modified.
@@ -89,7 +89,7 @@ func (s *Session) Append(e *event.Event) (*event.Event, error) {
 	if c.Time.IsZero() {
 		c.Time = time.Now().UTC()
 	}
-	w := s.m.w.enqueue(store.Write{Event: &c})
+	w := s.m.w.enqueue(store.Write{Event: &c}, durable(c.Type))
 	if durable(c.Type) {
 		if err := w.wait(); err != nil {
 			return nil, err
@@ -256,5 +256,5 @@ func (s *Session) RecordFile(fs tool.FileState) {
 	s.mu.Lock()
 	s.files[fs.Path] = fs
 	s.mu.Unlock()
-	s.m.w.enqueue(store.Write{SessionID: s.id, File: fs})
+	s.m.w.enqueue(store.Write{SessionID: s.id, File: fs}, false)
 }

@@ -272,50 +272,80 @@ type Write struct {
 	File      tool.FileState
 }
 
-// WriteBatch stores the writes in one transaction, in order: all or none.
-// It is how the session package keeps the per-event cost of the log small.
-func (s *Store) WriteBatch(ctx context.Context, ws []Write) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+// BatchWriter writes batches on one dedicated connection with statements
+// prepared once, for the session log's background writer. It is not safe for
+// concurrent use.
+type BatchWriter struct {
+	s        *Store
+	conn     *sql.Conn
+	ev, file *sql.Stmt
+}
+
+// NewBatchWriter reserves a connection for batched writes. Close releases it.
+func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
+	conn, err := s.db.Conn(ctx)
 	if err != nil {
-		return s.explain("writing to", err)
+		return nil, s.explain("writing to", err)
 	}
-	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
-	var evStmt, fileStmt *sql.Stmt
-	for _, w := range ws {
-		if w.Event != nil {
-			e := w.Event
+	w := &BatchWriter{s: s, conn: conn}
+	if w.ev, err = conn.PrepareContext(ctx, `INSERT INTO events (session_id, seq, type, time, json) VALUES (?, ?, ?, ?, ?)`); err == nil {
+		w.file, err = conn.PrepareContext(ctx, `INSERT INTO read_state (session_id, path, json) VALUES (?, ?, ?)
+			ON CONFLICT (session_id, path) DO UPDATE SET json = excluded.json`)
+	}
+	if err != nil {
+		w.Close()
+		return nil, s.explain("writing to", err)
+	}
+	return w, nil
+}
+
+// Close releases the connection. It is idempotent.
+func (w *BatchWriter) Close() error {
+	for _, st := range []*sql.Stmt{w.ev, w.file} {
+		if st != nil {
+			st.Close()
+		}
+	}
+	w.ev, w.file = nil, nil
+	if w.conn == nil {
+		return nil
+	}
+	err := w.conn.Close()
+	w.conn = nil
+	return err
+}
+
+// Write stores the writes in one transaction, in order: all or none.
+func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
+	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return w.s.explain("writing to", err)
+	}
+	defer func() {
+		if err != nil {
+			w.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the error that matters is err
+		}
+	}()
+	for _, x := range ws {
+		if e := x.Event; e != nil {
 			b, err := json.Marshal(e)
 			if err != nil {
 				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
 			}
-			if evStmt == nil {
-				if evStmt, err = tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, type, time, json) VALUES (?, ?, ?, ?, ?)`); err != nil {
-					return s.explain("writing to", err)
-				}
-				defer evStmt.Close()
-			}
-			if _, err := evStmt.ExecContext(ctx, e.SessionID, int64(e.Seq), string(e.Type), e.Time.UnixNano(), string(b)); err != nil {
-				return s.explain(fmt.Sprintf("appending event %d of session %s to", e.Seq, e.SessionID), err)
+			if _, err := w.ev.ExecContext(ctx, e.SessionID, int64(e.Seq), string(e.Type), e.Time.UnixNano(), string(b)); err != nil {
+				return w.s.explain(fmt.Sprintf("appending event %d of session %s to", e.Seq, e.SessionID), err)
 			}
 			continue
 		}
-		b, err := json.Marshal(w.File)
+		b, err := json.Marshal(x.File)
 		if err != nil {
-			return fmt.Errorf("encoding read-state of %q: %w", w.File.Path, err)
+			return fmt.Errorf("encoding read-state of %q: %w", x.File.Path, err)
 		}
-		if fileStmt == nil {
-			if fileStmt, err = tx.PrepareContext(ctx, `INSERT INTO read_state (session_id, path, json) VALUES (?, ?, ?)
-				ON CONFLICT (session_id, path) DO UPDATE SET json = excluded.json`); err != nil {
-				return s.explain("writing to", err)
-			}
-			defer fileStmt.Close()
-		}
-		if _, err := fileStmt.ExecContext(ctx, w.SessionID, w.File.Path, string(b)); err != nil {
-			return s.explain("recording read-state in", err)
+		if _, err := w.file.ExecContext(ctx, x.SessionID, x.File.Path, string(b)); err != nil {
+			return w.s.explain("recording read-state in", err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return s.explain("writing to", err)
+	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return w.s.explain("writing to", err)
 	}
 	return nil
 }

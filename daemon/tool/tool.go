@@ -84,7 +84,8 @@ type Env interface {
 	SessionID() string
 	// Cwd is the session's current working directory (absolute).
 	Cwd() string
-	// WorkingDirs is the cwd followed by the additional directories (absolute, cleaned).
+	// WorkingDirs is the cwd followed by the additional directories (absolute,
+	// cleaned, symlinks resolved).
 	WorkingDirs() []string
 	// Environ is the environment of the client that created the session.
 	Environ() []string

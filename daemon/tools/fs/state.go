@@ -69,14 +69,13 @@ func realPath(p string) string {
 	}
 }
 
-// insideDirs reports whether the real path p is inside one of dirs (whose
-// symlinks are resolved here).
+// insideDirs reports whether the real path p is inside one of dirs, whose
+// symlinks the session has resolved (tool.Env.WorkingDirs).
 func insideDirs(p string, dirs []string) bool {
 	for _, d := range dirs {
 		if d == "" {
 			continue
 		}
-		d = realPath(d)
 		if p == d || d == string(filepath.Separator) {
 			return true
 		}

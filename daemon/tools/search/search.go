@@ -83,7 +83,7 @@ func access(env tool.Env, root string) tool.Access {
 	inside := false
 	if env != nil {
 		for _, wd := range env.WorkingDirs() {
-			if within(real, realPath(wd)) {
+			if within(real, wd) { // working dirs are resolved by the session
 				inside = true
 				break
 			}

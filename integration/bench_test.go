@@ -1,0 +1,180 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/tackle-agent/tackle/daemon/socket"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// echoEnv makes the test binary serve a bare gRPC health service (the echo
+// baseline) on the socket it names, until SIGTERM.
+const echoEnv = "TACKLE_BENCH_ECHO_SOCKET"
+
+func serveEcho(path string) int {
+	ln, err := socket.Listen(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv := grpc.NewServer()
+	healthpb.RegisterHealthServer(srv, health.NewServer())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	go func() { <-sig; srv.Stop() }()
+	_ = srv.Serve(ln)
+	return 0
+}
+
+func dialUnix(b *testing.B, path string) *grpc.ClientConn {
+	b.Helper()
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return conn
+}
+
+// startProcess starts cmd and waits until its socket accepts gRPC calls.
+func startProcess(b *testing.B, cmd *exec.Cmd, path string) {
+	b.Helper()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+	})
+	hc := healthpb.NewHealthClient(dialUnix(b, path))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
+		b.Fatalf("waiting for %s: %v", cmd.Path, err)
+	}
+}
+
+func reportP50(b *testing.B, d []time.Duration) {
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkEchoProcess is the baseline: a bare gRPC unary call (health
+// Check) to a server in another process over a unix socket.
+func BenchmarkEchoProcess(b *testing.B) {
+	dir := b.TempDir()
+	path := filepath.Join(dir, "echo.sock")
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), echoEnv+"="+path)
+	startProcess(b, cmd, path)
+	hc := healthpb.NewHealthClient(dialUnix(b, path))
+	ctx := context.Background()
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	b.StopTimer()
+	reportP50(b, durs)
+}
+
+// BenchmarkReadProcess is a Read of a small file through the real tackled
+// in another process: RunBatch on an open Attach stream → socket → pipeline
+// (validation, permission, handler, event log) → the call_result event.
+func BenchmarkReadProcess(b *testing.B) {
+	root, err := os.MkdirTemp("", "tkb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(root) })
+	path := filepath.Join(root, "tackled.sock")
+	file := filepath.Join(root, "small.txt")
+	if err := os.WriteFile(file, []byte(strings.Repeat("a small file for the benchmark\n", 20)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "tackled"), "--socket", path, "--state-dir", filepath.Join(root, "state"), "--log-level", "error")
+	cmd.Env = []string{"HOME=" + root, "XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
+	startProcess(b, cmd, path)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	svc := tacklev1.NewTackleServiceClient(dialUnix(b, path))
+	sess, err := svc.CreateSession(ctx, &tacklev1.CreateSessionRequest{Cwd: root})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := sess.GetSession().GetId()
+	st, err := svc.Attach(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	send := func(m *tacklev1.ClientMessage) {
+		if err := st.Send(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	recv := func() *tacklev1.ServerMessage {
+		m, err := st.Recv()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if e := m.GetError(); e != nil {
+			b.Fatalf("stream error: %v", e)
+		}
+		return m
+	}
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "bench", Role: tacklev1.Role_ROLE_CONTROLLER}}})
+	recv() // welcome
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, LiveOnly: true}}})
+	recv() // snapshot
+	input := fmt.Sprintf(`{"file_path":%q}`, file)
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		callID := "c" + strconv.Itoa(i)
+		start := time.Now()
+		send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
+			SessionId: id, Ref: callID, Calls: []*tacklev1.ToolCall{{Id: callID, Name: "Read", InputJson: input}},
+		}}})
+		for {
+			e := recv().GetEvent()
+			if e.GetType() == "call_result" && e.GetCallId() == callID {
+				durs = append(durs, time.Since(start))
+				if e.GetResult().GetStatus() != "completed" {
+					b.Fatalf("Read: %v", e.GetResult())
+				}
+				break
+			}
+		}
+		for recv().GetEvent().GetType() != "turn_ended" { // the turn ends before the next starts
+		}
+	}
+	b.StopTimer()
+	reportP50(b, durs)
+}
