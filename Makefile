@@ -22,15 +22,19 @@ run: build ## build, start the daemon (auto-started by the CLI) and run real too
 	@$(BIN)/tackle call Read '{"file_path":"$(CURDIR)/README.md","limit":8}'
 	@echo; echo "== tackle call Grep 'func New' in daemon/"
 	@$(BIN)/tackle call Grep '{"pattern":"func New\\(","path":"$(CURDIR)/daemon","output_mode":"files_with_matches","head_limit":8}'
+	@echo; echo "== tackle call Edit tmp/demo.txt (after a Read; acceptEdits allows edits inside the working directory)"
+	@mkdir -p tmp && printf 'hello\nworld\n' > tmp/demo.txt
+	@$(BIN)/tackle call Read '{"file_path":"$(CURDIR)/tmp/demo.txt"}' > /dev/null
+	@$(BIN)/tackle call Edit '{"file_path":"$(CURDIR)/tmp/demo.txt","old_string":"world","new_string":"tackle"}' --permission-mode acceptEdits
 	@echo; echo "The daemon keeps running; stop it with: $(BIN)/tackle daemon stop"
 
 deps: ## install what the tests need (ripgrep, fd-find as oracles)
 	@bash scripts/deps.sh
 
-test: deps ## run every test (unit, daemon, CLI, integration)
+test: deps tools ## run every test (unit, daemon, CLI, integration)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 
-integration: deps build ## run the integration suite against the real binaries
+integration: deps tools ## run the integration suite against the real binaries
 	$(GO) test -count=1 -timeout 10m ./integration/...
 
 tools: ## build buf, the protoc plugins and grpcurl into .bin/ (from tools/go.mod)

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -177,4 +178,103 @@ func BenchmarkReadProcess(b *testing.B) {
 	}
 	b.StopTimer()
 	reportP50(b, durs)
+}
+
+// BenchmarkStatusCLI runs `tackle status` (a whole process) against a warm
+// daemon; ReadProcess-style per-run durations give the p50.
+func BenchmarkStatusCLI(b *testing.B) {
+	e := newBenchEnv(b)
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		cmd := exec.Command(filepath.Join(binDir, "tackle"), "status", "--no-autostart")
+		cmd.Env = e
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("tackle status: %v\n%s", err, out)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(durs)
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "p50-ms")
+}
+
+// BenchmarkIdleRSS reports the resident memory of an idle daemon: fresh, and
+// again after b.N Read calls through the CLI's batch path.
+func BenchmarkIdleRSS(b *testing.B) {
+	env := newBenchEnv(b)
+	pid := daemonPID(b, env)
+	b.ReportMetric(float64(rssBytes(b, pid))/(1<<20), "fresh-MB")
+	root := b.TempDir()
+	file := filepath.Join(root, "f.txt")
+	if err := os.WriteFile(file, []byte("hello\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	var batch strings.Builder
+	batch.WriteString("[")
+	for i := 0; i < b.N; i++ {
+		if i > 0 {
+			batch.WriteString(",")
+		}
+		fmt.Fprintf(&batch, `{"id":"c%d","name":"Read","input":{"file_path":%q}}`, i, file)
+	}
+	batch.WriteString("]")
+	cmd := exec.Command(filepath.Join(binDir, "tackle"), "batch", "--cwd", root, "--json")
+	cmd.Env, cmd.Stdin = env, strings.NewReader(batch.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("tackle batch: %v\n%.500s", err, out)
+	}
+	b.ReportMetric(float64(rssBytes(b, pid))/(1<<20), "after-MB")
+}
+
+// newBenchEnv starts a daemon through the CLI in a private HOME and returns
+// the environment that reaches it; the daemon is stopped at the end.
+func newBenchEnv(b *testing.B) []string {
+	b.Helper()
+	root, err := os.MkdirTemp("", "tkb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	env := []string{"HOME=" + root, "XDG_RUNTIME_DIR=" + root, "XDG_STATE_HOME=" + filepath.Join(root, "state"),
+		"XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
+	b.Cleanup(func() {
+		cmd := exec.Command(filepath.Join(binDir, "tackle"), "daemon", "stop")
+		cmd.Env = env
+		_ = cmd.Run()
+		os.RemoveAll(root)
+	})
+	daemonPID(b, env) // starts it
+	return env
+}
+
+func daemonPID(b *testing.B, env []string) int {
+	b.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "tackle"), "status", "--json")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("tackle status: %v", err)
+	}
+	var st statusJSON
+	if err := json.Unmarshal(out, &st); err != nil {
+		b.Fatal(err)
+	}
+	return st.PID
+}
+
+func rssBytes(b *testing.B, pid int) int64 {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	b.Fatal("no VmRSS")
+	return 0
 }

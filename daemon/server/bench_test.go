@@ -1,20 +1,13 @@
 package server_test
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/health"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-
 	"github.com/tackle-agent/tackle/daemon/daemontest"
-	"github.com/tackle-agent/tackle/daemon/socket"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -65,52 +58,6 @@ func BenchmarkReadViaDaemon(b *testing.B) {
 		}
 		// Let the turn end before the next one starts.
 		c.eventsUntil(turnEnded(turn))
-	}
-	b.StopTimer()
-	reportPercentiles(b, durs)
-}
-
-// BenchmarkEchoBaseline measures a bare gRPC unary call (the health
-// service's Check) to an in-process server over a unix socket, served and
-// dialled the same way as the daemon.
-func BenchmarkEchoBaseline(b *testing.B) {
-	dir, err := os.MkdirTemp("", "tk")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "echo.sock")
-	ln, err := socket.Listen(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	healthpb.RegisterHealthServer(srv, health.NewServer())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		srv.Stop()
-		<-served
-	}()
-	conn, err := daemontest.Dial(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	hc := healthpb.NewHealthClient(conn)
-	ctx := context.Background()
-	if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
-		b.Fatal(err)
-	}
-
-	durs := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		start := time.Now()
-		if _, err := hc.Check(ctx, &healthpb.HealthCheckRequest{}); err != nil {
-			b.Fatal(err)
-		}
-		durs = append(durs, time.Since(start))
 	}
 	b.StopTimer()
 	reportPercentiles(b, durs)

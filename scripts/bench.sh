@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Runs tackle's benchmarks against the reference tools in one run and prints
+# the figures as a Markdown table of ratios (the README's benchmark table).
+# Raw `go test -bench` output is kept in tmp/bench.txt.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p tmp
+out=tmp/bench.txt
+: > "$out"
+run() { go test -run '^$' -count=1 "$@" | tee -a "$out"; }
+run -bench 'EchoProcess|ReadProcess' -benchtime 3000x ./integration/
+run -bench 'StatusCLI' -benchtime 200x ./integration/
+run -bench 'IdleRSS' -benchtime 1000x ./integration/
+run -bench 'Goroot' -benchtime 5x ./daemon/tools/search/
+run -bench 'ParallelBatch|SerialBatch' -benchtime 5x ./daemon/dispatch/
+python3 - "$out" <<'PY'
+import re, sys
+m = {}
+for line in open(sys.argv[1]):
+    if not line.startswith("Benchmark"):
+        continue
+    f = line.split()
+    name = re.sub(r"-\d+$", "", f[0])
+    vals = {"ns/op": float(f[2])}
+    for i in range(4, len(f) - 1, 2):
+        vals[f[i + 1]] = float(f[i])
+    m[name] = vals
+def g(n, k):
+    return m.get(n, {}).get(k)
+rows = []
+e, r = g("BenchmarkEchoProcess", "p50-µs"), g("BenchmarkReadProcess", "p50-µs")
+if e and r:
+    rows.append(("Read of a small file through tackled vs a bare gRPC unary echo (both in another process, p50)",
+                 f"{r:.0f} µs", f"{e:.0f} µs", f"{r/e:.2f}", "≤ 2"))
+for n, label, goal in [
+    ("BenchmarkGrepGorootFilesLiteral", "Grep files_with_matches `errors\\.New\\(` over GOROOT/src vs rg -l", "≤ 1.3"),
+    ("BenchmarkGrepGorootContentLiteral", "Grep content (-n) same literal vs rg -n", "≤ 1.3"),
+    ("BenchmarkGrepGorootRegexNoLiteral", "Grep `[A-Z]{4}[0-9]{2}` (no literal) vs rg -l", "reported"),
+    ("BenchmarkGrepGorootRegexShortLiterals", "Grep `[a-z]+_[a-z]+\\(` vs rg -l", "reported"),
+    ("BenchmarkGlobGoroot", "Glob `**/*_test.go` over GOROOT/src vs fdfind", "≤ 1.3"),
+]:
+    if g(n, "ratio") is not None:
+        rows.append((label, f"{g(n,'ours-ms'):.0f} ms", f"{g(n,'theirs-ms'):.0f} ms", f"{g(n,'ratio'):.2f}", goal))
+p, s = g("BenchmarkParallelBatch", "ns/op"), g("BenchmarkSerialBatch", "ns/op")
+if p and s:
+    rows.append(("10 concurrency-safe calls of 100 ms in one batch", f"{p/1e6:.0f} ms", "100 ms (one call)", f"{p/1e8:.2f}", "≤ 130 ms"))
+    rows.append(("10 unsafe calls of 100 ms in one batch", f"{s/1e6:.0f} ms", "1000 ms (ten calls)", f"{s/1e9:.2f}", "≥ 1 s"))
+if g("BenchmarkIdleRSS", "fresh-MB"):
+    rows.append(("Idle daemon RSS: fresh / after 1000 Reads", f"{g('BenchmarkIdleRSS','fresh-MB'):.1f} / {g('BenchmarkIdleRSS','after-MB'):.1f} MB", "", "", "≤ 30 MB"))
+if g("BenchmarkStatusCLI", "p50-ms"):
+    rows.append(("`tackle status` against a warm daemon (whole process, p50)", f"{g('BenchmarkStatusCLI','p50-ms'):.1f} ms", "", "", "≤ 20 ms"))
+print()
+print("| benchmark | tackle | reference | ratio | goal |")
+print("|---|---|---|---|---|")
+for row in rows:
+    print("| " + " | ".join(row) + " |")
+PY
