@@ -138,6 +138,7 @@ func New(opts *Options) (*Daemon, error) {
 		AllowedUID:      o.AllowedUID,
 		ShutdownTimeout: o.ShutdownTimeout,
 		Logger:          o.Logger.Named("server"),
+		Settings:        d.loader.Load,
 	})
 	if err != nil {
 		d.closeState()
@@ -164,6 +165,12 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.watchSettings(ctx)
+	}()
+
 	d.log.Info("serving", "socket", d.opts.Socket, "version", d.opts.Version, "build_id", d.opts.BuildID, "pid", os.Getpid())
 	err := d.srv.Run(ctx, ln)
 	cancel()
@@ -173,6 +180,25 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	}
 	d.log.Info("stopped")
 	return err
+}
+
+// watchSettings logs every settings file that changes and has the server
+// re-check the settings of the loaded sessions, so a file that stops (or
+// starts again) parsing is reported to them at once. It returns when ctx
+// ends or the loader stops watching.
+func (d *Daemon) watchSettings(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case path, ok := <-d.loader.Changes():
+			if !ok {
+				return
+			}
+			d.log.Info("settings changed", "path", path)
+			d.srv.CheckSettings()
+		}
+	}
 }
 
 // Shutdown asks Run to stop gracefully, as the Shutdown RPC does. It does not wait.

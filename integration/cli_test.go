@@ -381,3 +381,29 @@ func TestSIGTERMCancelsWaitingCall(t *testing.T) {
 		t.Errorf("call_result after SIGTERM: %v; want status cancelled", last)
 	}
 }
+
+func TestGrpcurlListsTheAPI(t *testing.T) {
+	e := newEnv(t)
+	var st statusJSON
+	e.json(&st, "", "status")
+	grpcurl, err := filepath.Abs("../.bin/grpcurl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(grpcurl); err != nil {
+		t.Fatalf("grpcurl is built by `make tools` (make test does it): %v", err)
+	}
+	out, err := exec.Command(grpcurl, "-plaintext", "-unix", e.socket, "list").CombinedOutput()
+	if err != nil {
+		t.Fatalf("grpcurl list: %v\n%s", err, out)
+	}
+	for _, want := range []string{"tackle.v1.TackleService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("grpcurl list does not show %s:\n%s", want, out)
+		}
+	}
+	out, err = exec.Command(grpcurl, "-plaintext", "-unix", e.socket, "tackle.v1.TackleService/Status").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `"buildId": "`+st.BuildID+`"`) {
+		t.Errorf("grpcurl Status: %v\n%s", err, out)
+	}
+}

@@ -221,7 +221,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		a.lastSent = req.GetFromSeq() - 1
 	}
 	snap := &tacklev1.Snapshot{
-		Session:            sessionToProto(sess.Info()),
+		Session:            a.srv.sessionProto(sess.Info()),
 		PendingPermissions: pendingToProto(a.srv.broker.Pending(sess.ID())),
 		RunningCalls:       runningToProto(a.srv.disp.Running(sess.ID())),
 	}
@@ -339,6 +339,9 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 	log.Debug("running batch", "session", sess.ID(), "turn", turn.ID, "calls", len(calls))
 	go func() {
 		defer a.srv.turns.Done()
+		// The settings are read at every turn, so an edited settings file
+		// applies to the next batch without a restart.
+		turn.PermissionMode = a.srv.turnMode(sess, turn.ID, turn.PermissionMode)
 		results := a.srv.disp.RunTurn(a.srv.turnCtx, sess, turn)
 		log.Debug("batch done", "session", sess.ID(), "turn", turn.ID, "results", len(results))
 	}()

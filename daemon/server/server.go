@@ -4,8 +4,11 @@
 // It is the only daemon package that imports the generated protobuf code:
 // it converts between protobuf messages and domain values (convert.go) and
 // maps domain errors to status codes once (errors.go). It owns no state of
-// its own beyond the attached streams: sessions, the pipeline and pending
-// permission requests belong to the packages it is given. Every RPC is
+// its own beyond the attached streams and the settings problems last
+// reported to each session: sessions, the pipeline, pending permission
+// requests and the settings belong to the packages it is given. It resolves
+// each turn's permission mode (batch override, else the session's own mode,
+// else the settings' defaultMode, else default; settings.go). Every RPC is
 // refused with PermissionDenied unless the peer's uid (SO_PEERCRED) is the
 // allowed one.
 package server
@@ -28,6 +31,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/dispatch"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/session"
@@ -55,6 +59,10 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives the server's logs (default: none).
 	Logger hclog.Logger
+	// Settings returns the merged settings of a session's directory and the
+	// problems of its settings files (config.Loader.Load). Nil means no
+	// settings: a session without a mode of its own runs in default mode.
+	Settings func(cwd string) (*config.Settings, []config.Problem)
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.
@@ -87,6 +95,9 @@ type Server struct {
 	turnsMu   sync.Mutex // guards draining and turns.Add
 	draining  bool
 	closeOnce sync.Once
+
+	settingsMu sync.Mutex        // guards reported; held while a change is reported
+	reported   map[string]string // by session id: the settings problems last reported to it
 }
 
 // New builds a server. It starts no goroutines.
@@ -119,6 +130,7 @@ func New(opts *Options) (*Server, error) {
 		health:     health.NewServer(),
 		stopReq:    make(chan struct{}),
 		closing:    make(chan struct{}),
+		reported:   map[string]string{},
 	}
 	s.turnCtx, s.turnCancel = context.WithCancel(context.Background())
 	s.grpc = grpc.NewServer(

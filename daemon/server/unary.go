@@ -47,7 +47,7 @@ func (s *Server) CreateSession(ctx context.Context, req *tacklev1.CreateSessionR
 	if created {
 		s.log.Info("session created", "session", sess.ID(), "cwd", req.GetCwd())
 	}
-	return &tacklev1.CreateSessionResponse{Session: sessionToProto(sess.Info()), Created: created}, nil
+	return &tacklev1.CreateSessionResponse{Session: s.sessionProto(sess.Info()), Created: created}, nil
 }
 
 // ListSessions implements TackleService.
@@ -58,7 +58,7 @@ func (s *Server) ListSessions(ctx context.Context, _ *tacklev1.ListSessionsReque
 	}
 	out := &tacklev1.ListSessionsResponse{Sessions: make([]*tacklev1.Session, 0, len(infos))}
 	for _, in := range infos {
-		out.Sessions = append(out.Sessions, sessionToProto(in))
+		out.Sessions = append(out.Sessions, s.sessionProto(in))
 	}
 	return out, nil
 }
@@ -69,7 +69,7 @@ func (s *Server) GetSession(ctx context.Context, req *tacklev1.GetSessionRequest
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	return &tacklev1.GetSessionResponse{Session: sessionToProto(sess.Info())}, nil
+	return &tacklev1.GetSessionResponse{Session: s.sessionProto(sess.Info())}, nil
 }
 
 // DeleteSession implements TackleService.
@@ -83,6 +83,7 @@ func (s *Server) DeleteSession(ctx context.Context, req *tacklev1.DeleteSessionR
 	if err := s.sessions.Delete(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}
+	s.forgetSession(req.GetId())
 	s.log.Info("session deleted", "session", req.GetId())
 	return &tacklev1.DeleteSessionResponse{}, nil
 }

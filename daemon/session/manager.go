@@ -48,11 +48,12 @@ const (
 // PermissionModes lists the valid permission modes.
 var PermissionModes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions}
 
-// ValidateMode returns mode, or ModeDefault for "", or an error wrapping
-// ErrInvalid that lists the valid modes.
+// ValidateMode returns mode, or an error wrapping ErrInvalid that lists the
+// valid modes. The empty string is valid: it means "not set", and the
+// session follows the permissions.defaultMode of its settings.
 func ValidateMode(mode string) (string, error) {
 	if mode == "" {
-		return ModeDefault, nil
+		return "", nil
 	}
 	for _, m := range PermissionModes {
 		if m == mode {
@@ -69,7 +70,9 @@ type CreateOptions struct {
 	Cwd string
 	// AdditionalDirs are further working directories (absolute, or relative to Cwd).
 	AdditionalDirs []string
-	// PermissionMode is one of PermissionModes; empty means "default".
+	// PermissionMode is one of PermissionModes; empty means "not set": the
+	// session follows its settings' defaultMode (resolved by the server at
+	// every turn) and is stored as "".
 	PermissionMode string
 	// Env is the environment of the creating client (KEY=VALUE).
 	Env []string
@@ -283,6 +286,18 @@ func infoFromRow(r store.SessionRow) Info {
 		Todos: r.Todos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LastSeq: r.LastSeq,
 		FilesRead: r.FilesRead, Env: r.Env, DefaultForCwd: r.DefaultForCwd,
 	}
+}
+
+// Loaded returns the sessions loaded in memory (created or fetched since the
+// manager started and not deleted), in no particular order.
+func (m *Manager) Loaded() []*Session {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*Session, 0, len(m.sessions))
+	for _, s := range m.sessions {
+		out = append(out, s)
+	}
+	return out
 }
 
 // List returns every stored session, newest first.

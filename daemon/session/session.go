@@ -166,7 +166,8 @@ func (s *Session) Environ() []string {
 	return append([]string(nil), s.row.Env...)
 }
 
-// PermissionMode returns the session's stored permission mode.
+// PermissionMode returns the session's stored permission mode: "" when
+// none was set explicitly (the session follows its settings).
 func (s *Session) PermissionMode() string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -227,7 +228,8 @@ func (s *Session) ChangeCwd(dir string) error {
 	return s.update("changing cwd", &event.SessionChange{Cwd: real}, func(r *store.SessionRow) { r.Cwd = real })
 }
 
-// SetPermissionMode changes the stored permission mode (one of PermissionModes).
+// SetPermissionMode changes the stored permission mode (one of
+// PermissionModes, or "" to follow the settings again).
 func (s *Session) SetPermissionMode(mode string) error {
 	mode, err := ValidateMode(mode)
 	if err != nil {

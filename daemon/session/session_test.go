@@ -137,8 +137,14 @@ func TestCreateAndInfo(t *testing.T) {
 		t.Errorf("ID = %q", s.ID())
 	}
 	i := s.Info()
-	if i.Cwd != cwd || i.PermissionMode != ModeDefault || !cmp.Equal(i.Env, []string{"FOO=bar"}) || i.LastSeq != 0 {
+	if i.Cwd != cwd || i.PermissionMode != "" || !cmp.Equal(i.Env, []string{"FOO=bar"}) || i.LastSeq != 0 {
 		t.Errorf("Info = %+v", i)
+	}
+	if got := s.PermissionMode(); got != "" {
+		t.Errorf("PermissionMode of a session created without one = %q, want \"\" (follows the settings)", got)
+	}
+	if loaded := f.m.Loaded(); len(loaded) != 1 || loaded[0] != s {
+		t.Errorf("Loaded = %v, want just the new session", loaded)
 	}
 	if got, want := s.WorkingDirs(), []string{cwd, filepath.Join(cwd, "extra")}; !cmp.Equal(got, want) {
 		t.Errorf("WorkingDirs = %v, want %v", got, want)
