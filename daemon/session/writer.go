@@ -82,14 +82,20 @@ func (wr *writer) enqueue(w store.Write, urgent bool) *write {
 		return it
 	}
 	wr.queue = append(wr.queue, it)
+	// The loop needs waking only to start a linger period or to end one
+	// early; other writes just join the queue (a goroutine switch per
+	// event would cost more than the event).
+	wake := len(wr.queue) == 1 || urgent
 	if !wr.running {
 		wr.running = true
 		go wr.loop()
 	}
 	wr.mu.Unlock()
-	select {
-	case wr.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case wr.wake <- struct{}{}:
+		default:
+		}
 	}
 	return it
 }
