@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -171,6 +172,12 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 		d.watchSettings(ctx)
 	}()
 
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		d.trimWhenIdle(ctx)
+	}()
+
 	d.log.Info("serving", "socket", d.opts.Socket, "version", d.opts.Version, "build_id", d.opts.BuildID, "pid", os.Getpid())
 	err := d.srv.Run(ctx, ln)
 	cancel()
@@ -225,3 +232,32 @@ func (d *Daemon) closeState() error {
 
 // Close releases what New opened, for a daemon that is never Run.
 func (d *Daemon) Close() error { return d.closeState() }
+
+// idleTrimPeriod is how often the daemon checks whether it has gone idle.
+const idleTrimPeriod = 5 * time.Second
+
+// trimWhenIdle returns the memory of finished work to the system once the
+// daemon has been idle for a check period after some activity: a daemon that
+// lives for days should sit at its idle size between bursts of tool calls,
+// not at the peak of the last burst. It returns when ctx ends.
+func (d *Daemon) trimWhenIdle(ctx context.Context) {
+	t := time.NewTicker(idleTrimPeriod)
+	defer t.Stop()
+	var trimmedAt uint64
+	var lastEnded uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		running, ended := d.disp.Activity()
+		// Trim once the count has stood still for a whole period.
+		if running == 0 && ended == lastEnded && ended != trimmedAt {
+			debug.FreeOSMemory()
+			trimmedAt = ended
+			d.log.Debug("idle: returned memory to the system", "turns", ended)
+		}
+		lastEnded = ended
+	}
+}

@@ -98,6 +98,7 @@ type Dispatcher struct {
 	mu     sync.Mutex // guards the fields below and the state/ended fields of every callRun
 	turns  map[string]*turnRun
 	seq    uint64
+	ended  uint64 // turns ended so far
 	closed bool
 	wg     sync.WaitGroup // one per running RunTurn
 }
@@ -229,6 +230,7 @@ func (d *Dispatcher) startTurn(ctx context.Context, sessionID string, t *Turn) *
 func (d *Dispatcher) endTurn(tr *turnRun) {
 	d.mu.Lock()
 	delete(d.turns, turnKey(tr.sessionID, tr.id))
+	d.ended++
 	d.mu.Unlock()
 	for _, c := range tr.calls {
 		c.cancel(nil)
@@ -237,6 +239,14 @@ func (d *Dispatcher) endTurn(tr *turnRun) {
 	if tr.counted {
 		d.wg.Done()
 	}
+}
+
+// Activity reports how many turns are running and how many have ended since
+// the dispatcher was built, so an owner can tell when it has gone idle.
+func (d *Dispatcher) Activity() (running int, ended uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.turns), d.ended
 }
 
 // RunTurn runs the calls of one turn through the pipeline and returns their

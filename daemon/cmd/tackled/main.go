@@ -20,6 +20,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -50,6 +51,7 @@ func run(args []string, stderr io.Writer) int {
 	permTimeout := fl.Int("permission-timeout", int(daemon.DefaultPermissionTimeout/time.Second), "seconds a permission request waits for an answer before it is denied")
 	logLevel := fl.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	showVersion := fl.Bool("version", false, "print the version and build id, then exit")
+	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile to this file until the daemon stops (for measuring)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -65,6 +67,20 @@ func run(args []string, stderr io.Writer) int {
 	if *stateDir == "" {
 		fmt.Fprintln(stderr, "tackled: no state directory: set --state-dir, XDG_STATE_HOME or HOME")
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tackled: starting the CPU profile: %v\n", err)
+			return 2
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
 	}
 	if *permTimeout <= 0 {
 		fmt.Fprintln(stderr, "tackled: --permission-timeout must be a positive number of seconds")
