@@ -330,15 +330,21 @@ func waitGone(t *testing.T, pid int) {
 	}
 }
 
-// alive reports whether pid runs (a zombie does not).
+// alive reports whether pid runs. A zombie whose other threads are still
+// exiting runs (it still holds its files, the socket among them).
 func alive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	dir := filepath.Join("/proc", strconv.Itoa(pid))
+	b, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
 		return false
 	}
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+	if i < 0 || i+2 >= len(s) || s[i+2] != 'Z' {
+		return true
+	}
+	tasks, err := os.ReadDir(filepath.Join(dir, "task"))
+	return err == nil && len(tasks) > 1
 }
 
 func TestSIGTERMCancelsWaitingCall(t *testing.T) {

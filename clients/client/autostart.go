@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,16 +46,41 @@ func probe(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	conn, err := socket.Dial(ctx, path)
+	if err == nil {
+		defer conn.Close()
+		return hearsServer(ctx, conn, path)
+	}
 	switch {
-	case err == nil:
-		conn.Close()
-		return nil
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%w on %s (stale socket)", ErrNoDaemon, path)
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
 		return fmt.Errorf("%w: %v", ErrPermissionDenied, err)
 	}
 	return err
+}
+
+// hearsServer reports whether a gRPC server speaks on conn: it sends its
+// HTTP/2 settings as soon as it accepts. A connection that is reset or
+// closed without a byte is a daemon that is dying (a killed process keeps its
+// listening socket until its last thread is gone): ErrNoDaemon, so a new one
+// is started. Silence until the probe's deadline is a daemon that does not
+// answer.
+func hearsServer(ctx context.Context, conn net.Conn, path string) error {
+	deadline, _ := ctx.Deadline()
+	if err := conn.SetReadDeadline(deadline); err != nil {
+		return fmt.Errorf("probing the daemon on %s: %w", path, err)
+	}
+	var b [1]byte
+	_, err := conn.Read(b[:])
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, io.EOF), errors.Is(err, syscall.ECONNRESET):
+		return fmt.Errorf("%w on %s (the daemon is exiting)", ErrNoDaemon, path)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return fmt.Errorf("%w: the daemon on %s accepted a connection but did not answer within %v", ErrUnavailable, path, probeTimeout)
+	}
+	return fmt.Errorf("probing the daemon on %s: %w", path, err)
 }
 
 // autostart starts a daemon on o.Socket unless another client did so first.

@@ -285,14 +285,21 @@ func waitExited(ctx context.Context, pid int) error {
 	return nil
 }
 
-// processRuns reports whether pid is a running (not zombie) process.
+// processRuns reports whether pid is a running process. A zombie counts as
+// gone once its last thread has exited (until then it still holds its files,
+// the daemon's socket among them).
 func processRuns(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dir := "/proc/" + strconv.Itoa(pid)
+	b, err := os.ReadFile(dir + "/stat")
 	if err != nil {
 		return false
 	}
 	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+	if i < 0 || i+2 >= len(b) || b[i+2] != 'Z' {
+		return true
+	}
+	tasks, err := os.ReadDir(dir + "/task")
+	return err == nil && len(tasks) > 1
 }
 
 // Stop stops the daemon on path gracefully, if one runs, and waits until it
