@@ -32,7 +32,7 @@ deps: ## install what the tests need (ripgrep, fd-find as oracles)
 	@bash scripts/deps.sh
 
 test: deps tools ## run every test (unit, daemon, CLI, integration)
-	$(GO) test -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 integration: deps tools ## run the integration suite against the real binaries
 	$(GO) test -count=1 -timeout 10m ./integration/...

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -131,13 +132,19 @@ func autostart(ctx context.Context, o *Options) (bool, error) {
 		if err == nil {
 			return true, nil
 		}
-		if !errors.Is(err, ErrNoDaemon) {
+		// Not listening yet, or listening but still opening its state
+		// (which waits for a lock held elsewhere): keep waiting for it.
+		if !errors.Is(err, ErrNoDaemon) && !errors.Is(err, ErrUnavailable) {
 			return false, err
 		}
 		var ws syscall.WaitStatus
 		if wpid, _ := syscall.Wait4(pid, &ws, syscall.WNOHANG, nil); wpid == pid {
-			return false, fmt.Errorf("%w: %s exited with status %d before answering on %s; see its log %s",
-				ErrStartFailed, exe, ws.ExitStatus(), o.Socket, o.logPath())
+			why := ""
+			if msg := lastLoggedError(o.logPath()); msg != "" {
+				why = ": " + msg
+			}
+			return false, fmt.Errorf("%w: %s exited with status %d before answering on %s%s (its log: %s)",
+				ErrStartFailed, exe, ws.ExitStatus(), o.Socket, why, o.logPath())
 		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("%w: %s (pid %d) did not answer on %s within %v; see its log %s",
@@ -152,6 +159,41 @@ func autostart(ctx context.Context, o *Options) (bool, error) {
 		}
 		delay = min(delay*2, 200*time.Millisecond)
 	}
+}
+
+// lastLoggedError returns the error of the last error line in the daemon's
+// JSON log (its tail only), or "" when there is none: what made a daemon
+// that was just started exit.
+func lastLoggedError(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > tail {
+		if _, err := f.Seek(-tail, io.SeekEnd); err != nil {
+			return ""
+		}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		var rec map[string]any
+		if json.Unmarshal([]byte(lines[i]), &rec) != nil || rec["@level"] != "error" {
+			continue
+		}
+		if e, ok := rec["error"].(string); ok && e != "" {
+			return e
+		}
+		if m, ok := rec["@message"].(string); ok {
+			return m
+		}
+	}
+	return ""
 }
 
 // lockFile takes an exclusive flock on path, waiting up to wait. The

@@ -47,7 +47,8 @@ type Options struct {
 	// Env is the environment of a started daemon and the source of Getenv
 	// lookups (nil = os.Environ()).
 	Env []string
-	// StartTimeout bounds waiting for a started daemon to answer (0 = 5 s).
+	// StartTimeout bounds waiting for a started daemon to answer (0 = 10 s:
+	// more than the daemon waits for a locked state database).
 	StartTimeout time.Duration
 	// ClientName names this client in Hello ("" = "tackle-client").
 	ClientName string
@@ -76,7 +77,7 @@ func (o *Options) withDefaults() Options {
 		c.Socket = DefaultSocket(c.getenv)
 	}
 	if c.StartTimeout <= 0 {
-		c.StartTimeout = 5 * time.Second
+		c.StartTimeout = 10 * time.Second
 	}
 	if c.ClientName == "" {
 		c.ClientName = "tackle-client"
