@@ -46,6 +46,22 @@ CREATE TABLE read_state (
 	PRIMARY KEY (session_id, path)
 ) WITHOUT ROWID;
 `,
+	// 2: the event log in chunks: one row holds the events a session logged
+	// in one commit (a JSON array, seq first_seq..last_seq, gapless), so a
+	// tool call's handful of events costs one row, not one each.
+	`
+CREATE TABLE event_chunks (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	first_seq  INTEGER NOT NULL,
+	last_seq   INTEGER NOT NULL,
+	json       TEXT NOT NULL, -- JSON array of event.Event, in seq order
+	PRIMARY KEY (session_id, first_seq)
+) WITHOUT ROWID;
+CREATE INDEX event_chunks_last_seq ON event_chunks (session_id, last_seq);
+INSERT INTO event_chunks (session_id, first_seq, last_seq, json)
+	SELECT session_id, seq, seq, '[' || json || ']' FROM events;
+DROP TABLE events;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

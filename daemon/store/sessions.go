@@ -31,7 +31,7 @@ type SessionRow struct {
 }
 
 const sessionColumns = `id, cwd, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd,
-	(SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = sessions.id),
+	(SELECT COALESCE(MAX(last_seq), 0) FROM event_chunks WHERE session_id = sessions.id),
 	(SELECT COUNT(*) FROM read_state WHERE session_id = sessions.id)`
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -179,22 +179,31 @@ func (s *Store) DeleteSession(ctx context.Context, id string) error {
 }
 
 // AppendEvent stores one event of a session's log. Its SessionID and Seq
-// must be set; a sequence number already stored is an error.
+// must be set and follow the stored ones; a sequence number already stored
+// is an error. (The session package writes through BatchWriter.)
 func (s *Store) AppendEvent(ctx context.Context, e *event.Event) error {
+	last, err := s.LastSeq(ctx, e.SessionID)
+	if err != nil {
+		return err
+	}
+	if e.Seq <= last {
+		return fmt.Errorf("appending event %d of session %s: sequence number %d is already stored", e.Seq, e.SessionID, last)
+	}
 	b, err := json.Marshal(e)
 	if err != nil {
 		return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
 	}
-	if _, err := s.db.ExecContext(ctx, `INSERT INTO events (session_id, seq, type, time, json) VALUES (?, ?, ?, ?, ?)`,
-		e.SessionID, int64(e.Seq), string(e.Type), e.Time.UnixNano(), string(b)); err != nil {
+	if _, err := s.db.ExecContext(ctx, insertChunk, e.SessionID, int64(e.Seq), int64(e.Seq), "["+string(b)+"]"); err != nil {
 		return s.explain(fmt.Sprintf("appending event %d of session %s to", e.Seq, e.SessionID), err)
 	}
 	return nil
 }
 
+const insertChunk = `INSERT INTO event_chunks (session_id, first_seq, last_seq, json) VALUES (?, ?, ?, ?)`
+
 // Events returns the stored events of a session with seq >= fromSeq, in order.
 func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([]*event.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT json FROM events WHERE session_id = ? AND seq >= ? ORDER BY seq`, sessionID, int64(fromSeq))
+	rows, err := s.db.QueryContext(ctx, `SELECT json FROM event_chunks WHERE session_id = ? AND last_seq >= ? ORDER BY first_seq`, sessionID, int64(fromSeq))
 	if err != nil {
 		return nil, s.explain("reading events from", err)
 	}
@@ -205,11 +214,15 @@ func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([
 		if err := rows.Scan(&b); err != nil {
 			return nil, s.explain("reading events from", err)
 		}
-		e := new(event.Event)
-		if err := json.Unmarshal(b, e); err != nil {
-			return nil, fmt.Errorf("decoding an event of session %s: %w", sessionID, err)
+		var chunk []*event.Event
+		if err := json.Unmarshal(b, &chunk); err != nil {
+			return nil, fmt.Errorf("decoding events of session %s: %w", sessionID, err)
 		}
-		out = append(out, e)
+		for _, e := range chunk {
+			if e.Seq >= fromSeq {
+				out = append(out, e)
+			}
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.explain("reading events from", err)
@@ -220,7 +233,7 @@ func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([
 // LastSeq returns the highest stored sequence number of a session (0 if none).
 func (s *Store) LastSeq(ctx context.Context, sessionID string) (uint64, error) {
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(last_seq), 0) FROM event_chunks WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
 		return 0, s.explain("reading events from", err)
 	}
 	return uint64(n), nil
@@ -288,7 +301,7 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 		return nil, s.explain("writing to", err)
 	}
 	w := &BatchWriter{s: s, conn: conn}
-	if w.ev, err = conn.PrepareContext(ctx, `INSERT INTO events (session_id, seq, type, time, json) VALUES (?, ?, ?, ?, ?)`); err == nil {
+	if w.ev, err = conn.PrepareContext(ctx, insertChunk); err == nil {
 		w.file, err = conn.PrepareContext(ctx, `INSERT INTO read_state (session_id, path, json) VALUES (?, ?, ?)
 			ON CONFLICT (session_id, path) DO UPDATE SET json = excluded.json`)
 	}
@@ -315,8 +328,47 @@ func (w *BatchWriter) Close() error {
 	return err
 }
 
-// Write stores the writes in one transaction, in order: all or none.
+// Write stores the writes in one transaction: all or none. The events of
+// each session become one chunk; they must be in seq order and gapless (the
+// session package queues them so). Of several read-states of one file, the
+// last is kept.
 func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
+	type chunk struct {
+		first, last uint64
+		buf         []byte
+	}
+	chunks := map[string]*chunk{}
+	var order []string
+	type fileKey struct{ session, path string }
+	files := map[fileKey]tool.FileState{}
+	var fileOrder []fileKey
+	for _, x := range ws {
+		if e := x.Event; e != nil {
+			b, err := json.Marshal(e)
+			if err != nil {
+				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
+			}
+			c := chunks[e.SessionID]
+			if c == nil {
+				c = &chunk{first: e.Seq, buf: []byte{'['}}
+				chunks[e.SessionID] = c
+				order = append(order, e.SessionID)
+			} else {
+				if e.Seq != c.last+1 {
+					return fmt.Errorf("storing events of session %s: event %d follows %d", e.SessionID, e.Seq, c.last)
+				}
+				c.buf = append(c.buf, ',')
+			}
+			c.last = e.Seq
+			c.buf = append(c.buf, b...)
+			continue
+		}
+		k := fileKey{x.SessionID, x.File.Path}
+		if _, ok := files[k]; !ok {
+			fileOrder = append(fileOrder, k)
+		}
+		files[k] = x.File
+	}
 	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 		return w.s.explain("writing to", err)
 	}
@@ -325,22 +377,20 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			w.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the error that matters is err
 		}
 	}()
-	for _, x := range ws {
-		if e := x.Event; e != nil {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
-			}
-			if _, err := w.ev.ExecContext(ctx, e.SessionID, int64(e.Seq), string(e.Type), e.Time.UnixNano(), string(b)); err != nil {
-				return w.s.explain(fmt.Sprintf("appending event %d of session %s to", e.Seq, e.SessionID), err)
-			}
-			continue
+	for _, id := range order {
+		c := chunks[id]
+		c.buf = append(c.buf, ']')
+		if _, err := w.ev.ExecContext(ctx, id, int64(c.first), int64(c.last), string(c.buf)); err != nil {
+			return w.s.explain(fmt.Sprintf("appending events %d-%d of session %s to", c.first, c.last, id), err)
 		}
-		b, err := json.Marshal(x.File)
+	}
+	for _, k := range fileOrder {
+		f := files[k]
+		b, err := json.Marshal(f)
 		if err != nil {
-			return fmt.Errorf("encoding read-state of %q: %w", x.File.Path, err)
+			return fmt.Errorf("encoding read-state of %q: %w", f.Path, err)
 		}
-		if _, err := w.file.ExecContext(ctx, x.SessionID, x.File.Path, string(b)); err != nil {
+		if _, err := w.file.ExecContext(ctx, k.session, f.Path, string(b)); err != nil {
 			return w.s.explain("recording read-state in", err)
 		}
 	}

@@ -255,3 +255,77 @@ func TestSessionsEventsReadState(t *testing.T) {
 		t.Errorf("CountSessions = %d, %v", n, err)
 	}
 }
+
+func TestMigrationToEventChunksKeepsEvents(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	// A database as the first schema left it, with a session and two events.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`CREATE TABLE schema_version (version INTEGER NOT NULL)`,
+		`INSERT INTO schema_version (version) VALUES (1)`,
+		migrations[0],
+		`INSERT INTO sessions (id, cwd, created_at, updated_at) VALUES ('s_1', '/', 1, 1)`,
+		`INSERT INTO events (session_id, seq, type, time, json) VALUES ('s_1', 1, 'notice', 1, '{"seq":1,"session_id":"s_1","type":"notice","text":"one"}')`,
+		`INSERT INTO events (session_id, seq, type, time, json) VALUES ('s_1', 2, 'notice', 2, '{"seq":2,"session_id":"s_1","type":"notice","text":"two"}')`,
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	evs, err := s.Events(ctx, "s_1", 2)
+	if err != nil || len(evs) != 1 || evs[0].Text != "two" {
+		t.Fatalf("events from 2 after the migration: %v, %v", evs, err)
+	}
+	if last, err := s.LastSeq(ctx, "s_1"); err != nil || last != 2 {
+		t.Fatalf("LastSeq = %d, %v", last, err)
+	}
+	// New events go on after them, in one chunk per commit.
+	w, err := s.NewBatchWriter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	now := time.Now()
+	if err := w.Write(ctx, []Write{
+		{Event: &event.Event{SessionID: "s_1", Seq: 3, Type: event.Notice, Text: "three", Time: now}},
+		{SessionID: "s_1", File: tool.FileState{Path: "/a", Size: 1}},
+		{Event: &event.Event{SessionID: "s_1", Seq: 4, Type: event.Notice, Text: "four", Time: now}},
+		{SessionID: "s_1", File: tool.FileState{Path: "/a", Size: 2}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err = s.Events(ctx, "s_1", 0)
+	if err != nil || len(evs) != 4 || evs[3].Text != "four" {
+		t.Fatalf("all events: %v, %v", evs, err)
+	}
+	var chunks int
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM event_chunks WHERE session_id = 's_1'`).Scan(&chunks); err != nil || chunks != 3 {
+		t.Errorf("chunks = %d, %v; want 3 (two migrated, one per batch)", chunks, err)
+	}
+	files, err := s.FileStates(ctx, "s_1")
+	if err != nil || files["/a"].Size != 2 {
+		t.Errorf("read-state after a batch with two writes of one file: %v, %v", files, err)
+	}
+	// A gap inside a batch is refused and nothing of it is stored.
+	err = w.Write(ctx, []Write{
+		{Event: &event.Event{SessionID: "s_1", Seq: 5, Type: event.Notice, Time: now}},
+		{Event: &event.Event{SessionID: "s_1", Seq: 7, Type: event.Notice, Time: now}},
+	})
+	if err == nil {
+		t.Fatal("a batch with a gap was stored")
+	}
+	if last, _ := s.LastSeq(ctx, "s_1"); last != 4 {
+		t.Errorf("LastSeq after a refused batch = %d, want 4", last)
+	}
+}
