@@ -61,3 +61,19 @@ func TestTerminalColouredDiffAndPrompt(t *testing.T) {
 		t.Errorf("after answering no the file is %q (output %q)", b, out)
 	}
 }
+
+func TestTerminalSpinnerNamesTheTool(t *testing.T) {
+	e := newEnv(t)
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A case-insensitive regex with no literal over Go's whole tree runs
+	// for about a second here: well past the spinner's 300 ms delay.
+	root := strings.TrimSpace(string(goroot))
+	out, code := e.inTerminal("", "call", "Grep", mustJSON(map[string]any{"pattern": "[a-z]{3}[0-9]{3}[a-z]{3}", "-i": true, "path": root, "head_limit": 1}),
+		"--permission-mode", "bypassPermissions")
+	if code != 0 || !strings.Contains(out, "⠋ Grep") {
+		t.Errorf("no spinner naming Grep in the terminal (exit %d): %q", code, out)
+	}
+}
