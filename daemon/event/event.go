@@ -36,6 +36,10 @@ const (
 	SessionUpdated Type = "session_updated"
 	// Notice: something a person should know (config error, daemon restart).
 	Notice Type = "notice"
+	// TodosUpdated: the session's todo list was replaced (Session.Todos holds it).
+	TodosUpdated Type = "todos_updated"
+	// ShellUpdated: a background shell started, exited or was killed (Shell holds it).
+	ShellUpdated Type = "shell_updated"
 )
 
 // Call states, in pipeline order. The final states are the Status values of a Result.
@@ -80,8 +84,24 @@ type Event struct {
 	Permission *PermissionRequest `json:"permission,omitempty"`
 	// Resolution is set for PermissionResolved.
 	Resolution *PermissionResolution `json:"resolution,omitempty"`
-	// Session is set for SessionUpdated: the fields that changed.
+	// Session is set for SessionUpdated and TodosUpdated: the fields that changed.
 	Session *SessionChange `json:"session,omitempty"`
+	// Shell is set for ShellUpdated.
+	Shell *ShellInfo `json:"shell,omitempty"`
+}
+
+// ShellInfo describes a background shell of a session.
+type ShellInfo struct {
+	ID      string `json:"id"`
+	Command string `json:"command"`
+	// Status is running, exited or killed.
+	Status   string    `json:"status"`
+	ExitCode int       `json:"exit_code"`
+	Started  time.Time `json:"started"`
+	Ended    time.Time `json:"ended,omitempty"`
+	// OutputPath is the file that holds the shell's whole output.
+	OutputPath  string `json:"output_path"`
+	OutputBytes int64  `json:"output_bytes"`
 }
 
 // Turn lists the calls of one model turn.
