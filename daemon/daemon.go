@@ -23,6 +23,7 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/dispatch"
+	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/server"
 	"github.com/tackle-agent/tackle/daemon/session"
@@ -30,6 +31,9 @@ import (
 	"github.com/tackle-agent/tackle/daemon/tool"
 	"github.com/tackle-agent/tackle/daemon/tools/fs"
 	"github.com/tackle-agent/tackle/daemon/tools/search"
+	"github.com/tackle-agent/tackle/daemon/tools/shell"
+	"github.com/tackle-agent/tackle/daemon/tools/todo"
+	"github.com/tackle-agent/tackle/daemon/tools/web"
 )
 
 // DefaultPermissionTimeout is how long a permission request waits for an
@@ -70,6 +74,7 @@ type Daemon struct {
 	registry *tool.Registry
 	disp     *dispatch.Dispatcher
 	broker   *permission.Broker
+	shells   *shell.Shells
 	srv      *server.Server
 
 	closeOnce sync.Once
@@ -124,6 +129,19 @@ func New(opts *Options) (*Daemon, error) {
 		d.closeState()
 		return nil, fmt.Errorf("registering search tools: %w", err)
 	}
+	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell")})
+	if err := d.registry.Register(d.shells.Tools()...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering shell tools: %w", err)
+	}
+	if err := d.registry.Register(web.Tools(&web.Options{Settings: d.loader.Load, Logger: o.Logger.Named("web")})...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering web tools: %w", err)
+	}
+	if err := d.registry.Register(todo.Tools()...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering todo tools: %w", err)
+	}
 	d.broker = permission.NewBroker()
 	d.disp = dispatch.New(d.registry, permission.NewInterimPolicy(), d.broker, nil, &dispatch.Options{
 		PermissionTimeout: o.PermissionTimeout,
@@ -140,6 +158,7 @@ func New(opts *Options) (*Daemon, error) {
 		ShutdownTimeout: o.ShutdownTimeout,
 		Logger:          o.Logger.Named("server"),
 		Settings:        d.loader.Load,
+		Shells:          d.shells,
 	})
 	if err != nil {
 		d.closeState()
@@ -208,6 +227,20 @@ func (d *Daemon) watchSettings(ctx context.Context) {
 	}
 }
 
+// shellChanged appends a shell_updated event to the shell's session, so
+// every attached client hears that a background shell started, exited or
+// was killed. A session that is gone (deleted) gets nothing.
+func (d *Daemon) shellChanged(sessionID string, info event.ShellInfo) {
+	sess, err := d.sessions.Get(context.Background(), sessionID)
+	if err != nil {
+		d.log.Debug("background shell of a session that is gone", "session", sessionID, "shell", info.ID, "status", info.Status, "error", err)
+		return
+	}
+	if _, err := sess.Append(&event.Event{Type: event.ShellUpdated, Shell: &info}); err != nil {
+		d.log.Warn("recording a background shell's change", "session", sessionID, "shell", info.ID, "status", info.Status, "error", err)
+	}
+}
+
 // Shutdown asks Run to stop gracefully, as the Shutdown RPC does. It does not wait.
 func (d *Daemon) Shutdown() { d.srv.RequestStop() }
 
@@ -215,6 +248,11 @@ func (d *Daemon) Shutdown() { d.srv.RequestStop() }
 func (d *Daemon) closeState() error {
 	d.closeOnce.Do(func() {
 		var errs []error
+		// The shells go first, while their sessions can still record
+		// that they were killed; Run calls this after the dispatcher shut down.
+		if d.shells != nil {
+			d.shells.Close()
+		}
 		if d.sessions != nil {
 			if err := d.sessions.Close(); err != nil {
 				errs = append(errs, fmt.Errorf("closing sessions: %w", err))

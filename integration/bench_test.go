@@ -109,16 +109,52 @@ func BenchmarkEchoProcess(b *testing.B) {
 // in another process: RunBatch on an open Attach stream → socket → pipeline
 // (validation, permission, handler, event log) → the call_result event.
 func BenchmarkReadProcess(b *testing.B) {
+	benchCallProcess(b, func(root string) (string, string, string) {
+		file := filepath.Join(root, "small.txt")
+		if err := os.WriteFile(file, []byte(strings.Repeat("a small file for the benchmark\n", 20)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return "Read", fmt.Sprintf(`{"file_path":%q}`, file), ""
+	})
+}
+
+// BenchmarkBashTrueProcess is a Bash call of `true` through the real
+// tackled in another process (bypassPermissions, so nobody is asked): the
+// whole pipeline plus starting /bin/bash in its own process group. Compare
+// with BenchmarkBashTrueDirect.
+func BenchmarkBashTrueProcess(b *testing.B) {
+	benchCallProcess(b, func(string) (string, string, string) {
+		return "Bash", `{"command":"true"}`, "bypassPermissions"
+	})
+}
+
+// BenchmarkBashTrueDirect is the baseline of BenchmarkBashTrueProcess:
+// `/bin/bash -c true` run directly from this process.
+func BenchmarkBashTrueDirect(b *testing.B) {
+	durs := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if err := exec.Command("/bin/bash", "-c", "true").Run(); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(start))
+	}
+	b.StopTimer()
+	reportP50(b, durs)
+}
+
+// benchCallProcess starts a real tackled in another process and measures
+// one call a turn on an open Attach stream, from RunBatch to the call's
+// result event. setup gets a fresh directory (the session's cwd) and returns
+// the tool, its input and the batch's permission mode.
+func benchCallProcess(b *testing.B, setup func(root string) (name, input, mode string)) {
 	root, err := os.MkdirTemp("", "tkb")
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { os.RemoveAll(root) })
 	path := filepath.Join(root, "tackled.sock")
-	file := filepath.Join(root, "small.txt")
-	if err := os.WriteFile(file, []byte(strings.Repeat("a small file for the benchmark\n", 20)), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	name, input, mode := setup(root)
 	cmd := exec.Command(filepath.Join(binDir, "tackled"), "--socket", path, "--state-dir", filepath.Join(root, "state"), "--log-level", "error")
 	cmd.Env = []string{"HOME=" + root, "XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
 	startProcess(b, cmd, path)
@@ -154,7 +190,6 @@ func BenchmarkReadProcess(b *testing.B) {
 	recv() // welcome
 	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, LiveOnly: true}}})
 	recv() // snapshot
-	input := fmt.Sprintf(`{"file_path":%q}`, file)
 	durs := make([]time.Duration, 0, b.N)
 	cpu0 := procCPU(cmd.Process.Pid)
 	b.ResetTimer()
@@ -162,14 +197,15 @@ func BenchmarkReadProcess(b *testing.B) {
 		callID := "c" + strconv.Itoa(i)
 		start := time.Now()
 		send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
-			SessionId: id, Ref: callID, Calls: []*tacklev1.ToolCall{{Id: callID, Name: "Read", InputJson: input}},
+			SessionId: id, Ref: callID, PermissionMode: mode,
+			Calls: []*tacklev1.ToolCall{{Id: callID, Name: name, InputJson: input}},
 		}}})
 		for {
 			e := recv().GetEvent()
 			if e.GetType() == "call_result" && e.GetCallId() == callID {
 				durs = append(durs, time.Since(start))
 				if e.GetResult().GetStatus() != "completed" {
-					b.Fatalf("Read: %v", e.GetResult())
+					b.Fatalf("%s: %v", name, e.GetResult())
 				}
 				break
 			}

@@ -9,6 +9,7 @@ out=tmp/bench.txt
 : > "$out"
 run() { go test -run '^$' -count=1 "$@" | tee -a "$out"; }
 run -bench 'EchoProcess|ReadProcess' -benchtime 3000x -count 3 ./integration/
+run -bench 'BashTrue' -benchtime 1000x -count 3 ./integration/
 run -bench 'StatusCLI' -benchtime 200x ./integration/
 run -bench 'IdleRSS' -benchtime 1000x ./integration/
 run -bench 'Goroot' -benchtime 5x ./daemon/tools/search/
@@ -40,6 +41,10 @@ if e and r:
                  f"{r:.0f} µs{spread('BenchmarkReadProcess', 'p50-µs')}", f"{e:.0f} µs{spread('BenchmarkEchoProcess', 'p50-µs')}", f"{r/e:.2f}", "≤ 2"))
     rows.append(("… tackled's CPU time per Read call (all goroutines, incl. the event log)",
                  f"{g('BenchmarkReadProcess','daemon-cpu-µs/op'):.0f} µs", "", "", ""))
+bp, bd = g("BenchmarkBashTrueProcess", "p50-µs"), g("BenchmarkBashTrueDirect", "p50-µs")
+if bp and bd:
+    rows.append(("Bash true through tackled vs bash -c true directly (p50, median of 3 runs (range))",
+                 f"{bp:.0f} µs{spread('BenchmarkBashTrueProcess', 'p50-µs')}", f"{bd:.0f} µs{spread('BenchmarkBashTrueDirect', 'p50-µs')}", f"{bp/bd:.2f}", "≤ 1.5"))
 for n, label, goal in [
     ("BenchmarkGrepGorootFilesLiteral", "Grep files_with_matches `errors\\.New\\(` over GOROOT/src vs rg -l", "≤ 1.3"),
     ("BenchmarkGrepGorootContentLiteral", "Grep content (-n) same literal vs rg -n", "≤ 1.3"),

@@ -158,6 +158,13 @@ func (a *app) printSnapshot(s *tacklev1.Snapshot, asJSON bool) error {
 	for _, p := range j.PendingPermissions {
 		fmt.Fprintf(a.stdout, "  waiting  %s %s for approval (request %s): %s\n", p.Tool, p.CallID, p.RequestID, p.Reason)
 	}
+	for _, sh := range s.GetShells() {
+		fmt.Fprintf(a.stdout, "  %s\n", shellLine(sh))
+	}
+	if todos := s.GetSession().GetTodosJson(); todos != "" && todos != "[]" {
+		fmt.Fprintf(a.stdout, "  todos\n")
+		writeTodos(a.stdout, todos, "    ", isTerminal(a.stdout))
+	}
 	return nil
 }
 
@@ -219,6 +226,12 @@ func (a *app) printEvent(e *tacklev1.Event, asJSON bool) error {
 			parts = append(parts, "todos updated")
 		}
 		fmt.Fprintf(w, "%s %s\n", head, strings.Join(parts, ", "))
+	case "todos_updated":
+		todos := e.GetSession().GetTodosJson()
+		fmt.Fprintf(w, "%s %s\n", head, todoCounts(todos))
+		writeTodos(w, todos, "    ", isTerminal(w))
+	case "shell_updated":
+		fmt.Fprintf(w, "%s %s\n", head, shellLine(e.GetShell()))
 	default:
 		fmt.Fprintf(w, "%s %s\n", head, e.GetTurnId())
 	}

@@ -149,6 +149,7 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.batchCommand(),
 		a.attachCommand(),
 		a.sessionsCommand(),
+		a.shellsCommand(),
 	)
 	return root
 }

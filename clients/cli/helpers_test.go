@@ -65,7 +65,7 @@ var volatile = map[string]bool{
 	"id": true, "pid": true, "uptime_seconds": true, "rss_bytes": true, "socket": true,
 	"created_at": true, "updated_at": true, "time": true, "duration_ms": true,
 	"turn_id": true, "call_id": true, "session_id": true, "request_id": true,
-	"client_id": true, "deadline": true,
+	"client_id": true, "deadline": true, "started": true, "ended": true, "output_path": true,
 }
 
 // normalize makes JSON text comparable with a golden file: volatile values

@@ -141,6 +141,9 @@ func (a *app) printSession(s *tacklev1.Session) {
 	w := a.stdout
 	fmt.Fprintf(w, "session     %s\n", j.ID)
 	fmt.Fprintf(w, "cwd         %s\n", j.Cwd)
+	if j.CurrentDir != "" && j.CurrentDir != j.Cwd {
+		fmt.Fprintf(w, "current dir %s\n", j.CurrentDir)
+	}
 	for _, d := range j.AdditionalDirectories {
 		fmt.Fprintf(w, "also        %s\n", d)
 	}
@@ -149,7 +152,12 @@ func (a *app) printSession(s *tacklev1.Session) {
 	fmt.Fprintf(w, "files read  %d\n", j.FilesRead)
 	fmt.Fprintf(w, "created     %s\n", j.CreatedAt)
 	fmt.Fprintf(w, "updated     %s\n", j.UpdatedAt)
-	fmt.Fprintf(w, "todos       %s\n", j.Todos)
+	if len(j.Todos) == 0 || string(j.Todos) == "[]" {
+		fmt.Fprintf(w, "todos       (none)\n")
+		return
+	}
+	fmt.Fprintf(w, "todos       %s\n", todoCounts(string(j.Todos)))
+	writeTodos(w, string(j.Todos), "            ", isTerminal(w))
 }
 
 func modeName(m string) string {

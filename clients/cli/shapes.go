@@ -106,6 +106,7 @@ func resultToJSON(r *tacklev1.ToolResult) *resultJSON {
 type sessionJSON struct {
 	ID                    string          `json:"id"`
 	Cwd                   string          `json:"cwd"`
+	CurrentDir            string          `json:"current_dir"`
 	AdditionalDirectories []string        `json:"additional_directories"`
 	PermissionMode        string          `json:"permission_mode"`
 	Todos                 json.RawMessage `json:"todos"`
@@ -124,14 +125,15 @@ func sessionToJSON(s *tacklev1.Session) *sessionJSON {
 		dirs = []string{}
 	}
 	return &sessionJSON{
-		ID: s.GetId(), Cwd: s.GetCwd(), AdditionalDirectories: dirs, PermissionMode: s.GetPermissionMode(),
+		ID: s.GetId(), Cwd: s.GetCwd(), CurrentDir: s.GetCurrentDir(), AdditionalDirectories: dirs, PermissionMode: s.GetPermissionMode(),
 		Todos: rawJSON(s.GetTodosJson(), "[]"), CreatedAt: timeJSON(s.GetCreatedAt()), UpdatedAt: timeJSON(s.GetUpdatedAt()),
 		LastSeq: s.GetLastSeq(), FilesRead: s.GetFilesRead(),
 	}
 }
 
-// sessionChangeJSON is the session of a session_updated event: only the
-// fields that changed.
+// sessionChangeJSON is the session of a session_updated event (only the
+// fields that changed) or of a todos_updated event (todos: the whole new
+// list).
 type sessionChangeJSON struct {
 	Cwd            string          `json:"cwd,omitempty"`
 	PermissionMode string          `json:"permission_mode,omitempty"`
@@ -182,6 +184,38 @@ type runningJSON struct {
 	State  string `json:"state"`
 }
 
+// shellJSON is a background shell: an element of `tackle shells list
+// --json`, of a snapshot's shells, and the shell of a shell_updated event.
+type shellJSON struct {
+	ID          string `json:"id"`
+	Command     string `json:"command"`
+	Status      string `json:"status"`
+	ExitCode    int32  `json:"exit_code"`
+	Started     string `json:"started,omitempty"`
+	Ended       string `json:"ended,omitempty"`
+	OutputPath  string `json:"output_path"`
+	OutputBytes int64  `json:"output_bytes"`
+}
+
+func shellToJSON(s *tacklev1.BackgroundShell) *shellJSON {
+	if s == nil {
+		return nil
+	}
+	return &shellJSON{
+		ID: s.GetId(), Command: s.GetCommand(), Status: s.GetStatus(), ExitCode: s.GetExitCode(),
+		Started: timeJSON(s.GetStarted()), Ended: timeJSON(s.GetEnded()),
+		OutputPath: s.GetOutputPath(), OutputBytes: s.GetOutputBytes(),
+	}
+}
+
+func shellsToJSON(in []*tacklev1.BackgroundShell) []*shellJSON {
+	out := make([]*shellJSON, 0, len(in))
+	for _, s := range in {
+		out = append(out, shellToJSON(s))
+	}
+	return out
+}
+
 // snapshotJSON is the first line of `tackle attach --json`.
 type snapshotJSON struct {
 	Seq                uint64            `json:"seq"`
@@ -189,12 +223,13 @@ type snapshotJSON struct {
 	Session            *sessionJSON      `json:"session"`
 	PendingPermissions []*permissionJSON `json:"pending_permissions"`
 	RunningCalls       []runningJSON     `json:"running_calls"`
+	Shells             []*shellJSON      `json:"shells"`
 }
 
 func snapshotToJSON(s *tacklev1.Snapshot) *snapshotJSON {
 	out := &snapshotJSON{
 		Seq: s.GetSession().GetLastSeq(), Type: "snapshot", Session: sessionToJSON(s.GetSession()),
-		PendingPermissions: []*permissionJSON{}, RunningCalls: []runningJSON{},
+		PendingPermissions: []*permissionJSON{}, RunningCalls: []runningJSON{}, Shells: shellsToJSON(s.GetShells()),
 	}
 	for _, p := range s.GetPendingPermissions() {
 		out.PendingPermissions = append(out.PendingPermissions, permissionToJSON(p))
@@ -221,6 +256,7 @@ type eventJSON struct {
 	Permission *permissionJSON    `json:"permission,omitempty"`
 	Resolution *resolutionJSON    `json:"resolution,omitempty"`
 	Session    *sessionChangeJSON `json:"session,omitempty"`
+	Shell      *shellJSON         `json:"shell,omitempty"`
 }
 
 func eventToJSON(e *tacklev1.Event) *eventJSON {
@@ -228,6 +264,7 @@ func eventToJSON(e *tacklev1.Event) *eventJSON {
 		Seq: e.GetSeq(), Type: e.GetType(), SessionID: e.GetSessionId(), Time: timeJSON(e.GetTime()),
 		TurnID: e.GetTurnId(), CallID: e.GetCallId(), Tool: e.GetTool(), State: e.GetState(), Text: e.GetText(),
 		Result: resultToJSON(e.GetResult()), Permission: permissionToJSON(e.GetPermission()),
+		Shell: shellToJSON(e.GetShell()),
 	}
 	for _, c := range e.GetCalls() {
 		out.Calls = append(out.Calls, callJSON{ID: c.GetId(), Name: c.GetName(), Input: rawJSON(c.GetInputJson(), "{}")})

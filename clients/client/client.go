@@ -247,6 +247,36 @@ func (c *Client) AnswerPermission(ctx context.Context, a *tacklev1.PermissionAns
 	return r, convertError(err)
 }
 
+// ListShells lists a session's background shells, oldest first;
+// ErrNotFound when the session does not exist.
+func (c *Client) ListShells(ctx context.Context, sessionID string) ([]*tacklev1.BackgroundShell, error) {
+	r, err := c.svc.ListShells(ctx, &tacklev1.ListShellsRequest{SessionId: sessionID})
+	if err != nil {
+		return nil, convertError(err)
+	}
+	return r.GetShells(), nil
+}
+
+// ReadShellOutput reads up to maxBytes (0: the daemon's default) of a
+// background shell's output from offset; ErrNotFound when the session or
+// the shell does not exist.
+func (c *Client) ReadShellOutput(ctx context.Context, sessionID, shellID string, offset int64, maxBytes uint32) (*tacklev1.ReadShellOutputResponse, error) {
+	r, err := c.svc.ReadShellOutput(ctx, &tacklev1.ReadShellOutputRequest{
+		SessionId: sessionID, ShellId: shellID, Offset: offset, MaxBytes: maxBytes,
+	})
+	return r, convertError(err)
+}
+
+// KillShell kills a background shell and returns its state; ErrNotFound
+// when the session or the shell does not exist.
+func (c *Client) KillShell(ctx context.Context, sessionID, shellID string) (*tacklev1.BackgroundShell, error) {
+	r, err := c.svc.KillShell(ctx, &tacklev1.KillShellRequest{SessionId: sessionID, ShellId: shellID})
+	if err != nil {
+		return nil, convertError(err)
+	}
+	return r.GetShell(), nil
+}
+
 // Shutdown asks the daemon to stop gracefully and waits until its socket no
 // longer answers (or ctx ends). The Client is closed.
 func (c *Client) Shutdown(ctx context.Context) error {

@@ -224,6 +224,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		Session:            a.srv.sessionProto(sess.Info()),
 		PendingPermissions: pendingToProto(a.srv.broker.Pending(sess.ID())),
 		RunningCalls:       runningToProto(a.srv.disp.Running(sess.ID())),
+		Shells:             shellsToProto(a.srv.shellsOf(sess.ID())),
 	}
 	if err := a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Snapshot{Snapshot: snap}}); err != nil {
 		return err

@@ -32,6 +32,7 @@ func sessionToProto(in session.Info) *tacklev1.Session {
 	return &tacklev1.Session{
 		Id:                    in.ID,
 		Cwd:                   in.Cwd,
+		CurrentDir:            in.CurrentDir,
 		AdditionalDirectories: in.AdditionalDirs,
 		PermissionMode:        in.PermissionMode,
 		TodosJson:             todos,
@@ -104,7 +105,8 @@ func sessionChangeToProto(c *event.SessionChange, id string) *tacklev1.Session {
 	if c == nil {
 		return nil
 	}
-	return &tacklev1.Session{Id: id, Cwd: c.Cwd, PermissionMode: c.PermissionMode, TodosJson: string(c.Todos)}
+	// A changed Cwd is the current directory; cwd keeps it for older clients.
+	return &tacklev1.Session{Id: id, Cwd: c.Cwd, CurrentDir: c.Cwd, PermissionMode: c.PermissionMode, TodosJson: string(c.Todos)}
 }
 
 func eventToProto(e *event.Event) *tacklev1.Event {
@@ -122,12 +124,37 @@ func eventToProto(e *event.Event) *tacklev1.Event {
 		Permission: permissionToProto(e.Permission, e.TurnID),
 		Resolution: resolutionToProto(e.Resolution),
 		Session:    sessionChangeToProto(e.Session, e.SessionID),
+		Shell:      shellToProto(e.Shell),
 	}
 	if e.Turn != nil {
 		out.Calls = callsToProto(e.Turn.Calls)
 	}
 	if out.Text == "" && e.Session != nil {
 		out.Text = e.Session.Note
+	}
+	return out
+}
+
+func shellToProto(in *event.ShellInfo) *tacklev1.BackgroundShell {
+	if in == nil {
+		return nil
+	}
+	return &tacklev1.BackgroundShell{
+		Id:          in.ID,
+		Command:     in.Command,
+		Status:      in.Status,
+		ExitCode:    int32(in.ExitCode),
+		Started:     timeToProto(in.Started),
+		Ended:       timeToProto(in.Ended),
+		OutputPath:  in.OutputPath,
+		OutputBytes: in.OutputBytes,
+	}
+}
+
+func shellsToProto(in []event.ShellInfo) []*tacklev1.BackgroundShell {
+	out := make([]*tacklev1.BackgroundShell, 0, len(in))
+	for i := range in {
+		out = append(out, shellToProto(&in[i]))
 	}
 	return out
 }

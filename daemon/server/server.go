@@ -63,6 +63,9 @@ type Options struct {
 	// problems of its settings files (config.Loader.Load). Nil means no
 	// settings: a session without a mode of its own runs in default mode.
 	Settings func(cwd string) (*config.Settings, []config.Problem)
+	// Shells are the sessions' background shells, listed in snapshots and
+	// served by ListShells, ReadShellOutput and KillShell. Nil means none.
+	Shells Shells
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.

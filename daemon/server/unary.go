@@ -80,6 +80,14 @@ func (s *Server) DeleteSession(ctx context.Context, req *tacklev1.DeleteSessionR
 	if running := s.disp.Running(req.GetId()); len(running) > 0 {
 		return nil, toStatus(codedf(codes.FailedPrecondition, "session %s has %d calls running: cancel them first", req.GetId(), len(running)))
 	}
+	if _, err := s.session(ctx, req.GetId()); err != nil {
+		return nil, toStatus(err)
+	}
+	// The shells go first: they write into the outputs directory that the
+	// delete removes.
+	if s.opts.Shells != nil {
+		s.opts.Shells.KillSession(req.GetId())
+	}
 	if err := s.sessions.Delete(ctx, req.GetId()); err != nil {
 		return nil, toStatus(err)
 	}

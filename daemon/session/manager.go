@@ -83,8 +83,13 @@ type CreateOptions struct {
 
 // Info is a snapshot of a session's state.
 type Info struct {
-	ID             string
-	Cwd            string
+	ID string
+	// Cwd is the root directory: where the session was created, the first
+	// working directory and the key of the default session of a directory.
+	// It never moves.
+	Cwd string
+	// CurrentDir is the current directory (Bash's cd moves it; tool.Env.Cwd).
+	CurrentDir     string
 	AdditionalDirs []string
 	PermissionMode string
 	// Todos is the todo list as JSON, nil when never set.
@@ -282,7 +287,7 @@ func (m *Manager) newSession(row store.SessionRow, files map[string]tool.FileSta
 
 func infoFromRow(r store.SessionRow) Info {
 	return Info{
-		ID: r.ID, Cwd: r.Cwd, AdditionalDirs: r.AdditionalDirs, PermissionMode: r.PermissionMode,
+		ID: r.ID, Cwd: r.Cwd, CurrentDir: currentDir(r), AdditionalDirs: r.AdditionalDirs, PermissionMode: r.PermissionMode,
 		Todos: r.Todos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LastSeq: r.LastSeq,
 		FilesRead: r.FilesRead, Env: r.Env, DefaultForCwd: r.DefaultForCwd,
 	}

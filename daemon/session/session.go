@@ -138,14 +138,23 @@ func (s *Session) Apply(m tool.Modifier) {
 	}
 }
 
-// Cwd returns the current working directory (tool.Env).
+// Cwd returns the current working directory (tool.Env): where Bash's last
+// cd left it, else the root directory (Info.Cwd).
 func (s *Session) Cwd() string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.row.Cwd
+	return currentDir(s.row)
 }
 
-// WorkingDirs returns the cwd followed by the additional directories (tool.Env).
+func currentDir(r store.SessionRow) string {
+	if r.CurrentDir != "" {
+		return r.CurrentDir
+	}
+	return r.Cwd
+}
+
+// WorkingDirs returns the root directory followed by the additional
+// directories (tool.Env). The current directory does not change them.
 func (s *Session) WorkingDirs() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -194,6 +203,11 @@ func (s *Session) OutputDir() string {
 // update changes the row under mu, stores it and appends a session_updated
 // event with change. It returns the error for callers that can report it.
 func (s *Session) update(what string, change *event.SessionChange, f func(r *store.SessionRow)) error {
+	return s.updateAs(event.SessionUpdated, what, change, f)
+}
+
+// updateAs is update with the event type to append.
+func (s *Session) updateAs(typ event.Type, what string, change *event.SessionChange, f func(r *store.SessionRow)) error {
 	s.mu.Lock()
 	old := s.row
 	f(&s.row)
@@ -204,15 +218,17 @@ func (s *Session) update(what string, change *event.SessionChange, f func(r *sto
 		return fmt.Errorf("%s of session %s: %w", what, s.id, err)
 	}
 	s.mu.Unlock()
-	if _, err := s.Append(&event.Event{Type: event.SessionUpdated, Session: change}); err != nil {
+	if _, err := s.Append(&event.Event{Type: typ, Session: change}); err != nil {
 		return fmt.Errorf("%s of session %s: %w", what, s.id, err)
 	}
 	return nil
 }
 
-// SetCwd changes the working directory (tool.Mutator). A relative dir is
-// taken relative to the current one; a dir that is not an existing
-// directory is logged and ignored.
+// SetCwd changes the current directory (tool.Mutator); the root directory
+// (Info.Cwd) and so WorkingDirs never move. A relative dir is taken relative
+// to the current one; a dir that is not an existing directory is logged and
+// ignored. The session_updated event carries the new current directory in
+// SessionChange.Cwd.
 func (s *Session) SetCwd(dir string) {
 	if err := s.ChangeCwd(dir); err != nil {
 		s.log.Error("changing cwd", "dir", dir, "error", err)
@@ -225,7 +241,12 @@ func (s *Session) ChangeCwd(dir string) error {
 	if err != nil {
 		return err
 	}
-	return s.update("changing cwd", &event.SessionChange{Cwd: real}, func(r *store.SessionRow) { r.Cwd = real })
+	return s.update("changing cwd", &event.SessionChange{Cwd: real}, func(r *store.SessionRow) {
+		r.CurrentDir = real
+		if real == r.Cwd {
+			r.CurrentDir = ""
+		}
+	})
 }
 
 // SetPermissionMode changes the stored permission mode (one of
@@ -238,14 +259,16 @@ func (s *Session) SetPermissionMode(mode string) error {
 	return s.update("changing permission mode", &event.SessionChange{PermissionMode: mode}, func(r *store.SessionRow) { r.PermissionMode = mode })
 }
 
-// SetTodos replaces the todo list (tool.Mutator). Invalid JSON is logged and ignored.
+// SetTodos replaces the todo list (tool.Mutator) and appends a
+// todos_updated event whose Session.Todos holds the new list. Invalid JSON
+// is logged and ignored.
 func (s *Session) SetTodos(todos json.RawMessage) {
 	if !json.Valid(todos) {
 		s.log.Error("setting todos: not valid JSON", "todos", string(todos))
 		return
 	}
 	t := append(json.RawMessage(nil), todos...)
-	if err := s.update("setting todos", &event.SessionChange{Todos: t}, func(r *store.SessionRow) { r.Todos = t }); err != nil {
+	if err := s.updateAs(event.TodosUpdated, "setting todos", &event.SessionChange{Todos: t}, func(r *store.SessionRow) { r.Todos = t }); err != nil {
 		s.log.Error("setting todos", "error", err)
 	}
 }

@@ -374,11 +374,14 @@ func TestMutatorPersistsAndEmits(t *testing.T) {
 	if !ok || fs.Hash != "abc" {
 		t.Errorf("FileState = %+v, %v", fs, ok)
 	}
+	if got := env.WorkingDirs(); !cmp.Equal(got, []string{cwd}) {
+		t.Errorf("WorkingDirs after cd = %q, want the root %q only", got, cwd)
+	}
 	var changes []event.SessionChange
-	for i := 0; i < 2; i++ { // read-state is stored, not announced
+	for i, typ := range []event.Type{event.SessionUpdated, event.TodosUpdated} { // read-state is stored, not announced
 		e := <-sub.C()
-		if e.Type != event.SessionUpdated || e.Session == nil {
-			t.Fatalf("event %+v, want session_updated", e)
+		if e.Type != typ || e.Session == nil {
+			t.Fatalf("event %d: %+v, want %s", i, e, typ)
 		}
 		changes = append(changes, *e.Session)
 	}
@@ -403,7 +406,7 @@ func TestMutatorPersistsAndEmits(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := s.Info()
-	if i.Cwd != sub1 || i.PermissionMode != "acceptEdits" || string(i.Todos) != `[{"content":"a","status":"pending"}]` || i.FilesRead != 1 || i.LastSeq != 3 {
+	if i.Cwd != cwd || i.CurrentDir != sub1 || s.Cwd() != sub1 || i.PermissionMode != "acceptEdits" || string(i.Todos) != `[{"content":"a","status":"pending"}]` || i.FilesRead != 1 || i.LastSeq != 3 {
 		t.Errorf("Info after restart = %+v", i)
 	}
 	if fs, ok := s.FileState(filepath.Join(cwd, "x.go")); !ok || fs.Size != 3 {
@@ -413,6 +416,58 @@ func TestMutatorPersistsAndEmits(t *testing.T) {
 	e, err := s.Append(&event.Event{Type: event.Notice})
 	if err != nil || e.Seq != 4 {
 		t.Errorf("Append after restart: seq %v, %v; want 4", e, err)
+	}
+}
+
+// TestCdKeepsRoot: SetCwd moves only the current directory; the root
+// stays the working directory and the key of the directory's default session.
+func TestCdKeepsRoot(t *testing.T) {
+	f := newFixture(t)
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(root, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, _, err := f.m.Create(ctx, CreateOptions{Cwd: root, DefaultForCwd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := s.Info(); i.Cwd != root || i.CurrentDir != root || s.Cwd() != root {
+		t.Fatalf("new session: Info %+v, Cwd %q; want root and current dir %q", i, s.Cwd(), root)
+	}
+	for _, bad := range []string{filepath.Join(root, "missing"), "", filepath.Join(root, "file")} {
+		os.WriteFile(filepath.Join(root, "file"), nil, 0o600)
+		if err := s.ChangeCwd(bad); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ChangeCwd(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+	if err := s.ChangeCwd("sub"); err != nil {
+		t.Fatal(err)
+	}
+	if i := s.Info(); i.Cwd != root || i.CurrentDir != sub || s.Cwd() != sub || !cmp.Equal(s.WorkingDirs(), []string{root}) {
+		t.Fatalf("after cd sub: Info %+v, WorkingDirs %q", i, s.WorkingDirs())
+	}
+	f.reopen(t)
+	again, created, err := f.m.Create(ctx, CreateOptions{Cwd: root, DefaultForCwd: true})
+	if err != nil || created || again.ID() != s.ID() {
+		t.Fatalf("default session of the root after cd and restart: %v, created %v, %v", again, created, err)
+	}
+	if again.Cwd() != sub {
+		t.Errorf("current dir after restart = %q, want %q", again.Cwd(), sub)
+	}
+	if err := again.ChangeCwd(".."); err != nil {
+		t.Fatal(err)
+	}
+	if i := again.Info(); i.CurrentDir != root || again.Cwd() != root {
+		t.Errorf("after cd ..: Info %+v", i)
+	}
+	list, err := f.m.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Cwd != root || list[0].CurrentDir != root {
+		t.Errorf("List = %+v, %v", list, err)
 	}
 }
 
@@ -515,7 +570,7 @@ func TestSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(evs) != 51 || evs[0].Text != "event 0" || evs[49].Text != "event 49" || evs[50].Type != event.SessionUpdated {
+	if len(evs) != 51 || evs[0].Text != "event 0" || evs[49].Text != "event 49" || evs[50].Type != event.TodosUpdated {
 		t.Fatalf("after SIGKILL: %d events", len(evs))
 	}
 	i := s.Info()

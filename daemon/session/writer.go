@@ -61,10 +61,11 @@ func newWriter(st *store.Store, log hclog.Logger) *writer {
 
 // durable reports whether an event of type t is stored before it is
 // published: what a person decided or changed (permission requests and
-// answers, session changes, notices), which happens at human speed.
+// answers, session changes, todo lists, background shells starting and
+// ending, notices), which happens at human speed.
 func durable(t event.Type) bool {
 	switch t {
-	case event.PermissionRequested, event.PermissionResolved, event.SessionUpdated, event.Notice:
+	case event.PermissionRequested, event.PermissionResolved, event.SessionUpdated, event.TodosUpdated, event.ShellUpdated, event.Notice:
 		return true
 	}
 	return false

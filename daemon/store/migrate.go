@@ -62,6 +62,12 @@ INSERT INTO event_chunks (session_id, first_seq, last_seq, json)
 	SELECT session_id, seq, seq, '[' || json || ']' FROM events;
 DROP TABLE events;
 `,
+	// 3: the session's current directory, moved by Bash's cd; cwd stays the
+	// root (the default-session key and the first working directory). ''
+	// means the root.
+	`
+ALTER TABLE sessions ADD COLUMN current_dir TEXT NOT NULL DEFAULT '';
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -14,8 +14,11 @@ import (
 
 // SessionRow is one row of the sessions table.
 type SessionRow struct {
-	ID             string
-	Cwd            string
+	ID string
+	// Cwd is the session's root directory: it never moves.
+	Cwd string
+	// CurrentDir is the current directory (moved by Bash's cd); "" means Cwd.
+	CurrentDir     string
 	AdditionalDirs []string
 	PermissionMode string
 	Env            []string
@@ -30,7 +33,7 @@ type SessionRow struct {
 	FilesRead int
 }
 
-const sessionColumns = `id, cwd, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd,
+const sessionColumns = `id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd,
 	(SELECT COALESCE(MAX(last_seq), 0) FROM event_chunks WHERE session_id = sessions.id),
 	(SELECT COUNT(*) FROM read_state WHERE session_id = sessions.id)`
 
@@ -45,7 +48,7 @@ func scanSession(r rowScanner) (SessionRow, error) {
 		isDefault           bool
 		lastSeq, filesCount int64
 	)
-	if err := r.Scan(&row.ID, &row.Cwd, &dirs, &row.PermissionMode, &env, &todos, &created, &updated, &isDefault, &lastSeq, &filesCount); err != nil {
+	if err := r.Scan(&row.ID, &row.Cwd, &row.CurrentDir, &dirs, &row.PermissionMode, &env, &todos, &created, &updated, &isDefault, &lastSeq, &filesCount); err != nil {
 		return row, err
 	}
 	if err := json.Unmarshal([]byte(dirs), &row.AdditionalDirs); err != nil {
@@ -83,9 +86,9 @@ func nullJSON(r json.RawMessage) sql.NullString {
 // InsertSession adds a session. If r.DefaultForCwd is set and the directory
 // already has a default session, it returns ErrDefaultExists and adds nothing.
 func (s *Store) InsertSession(ctx context.Context, r SessionRow) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.Cwd, jsonList(r.AdditionalDirs), r.PermissionMode, jsonList(r.Env), nullJSON(r.Todos),
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.Cwd, r.CurrentDir, jsonList(r.AdditionalDirs), r.PermissionMode, jsonList(r.Env), nullJSON(r.Todos),
 		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(), r.DefaultForCwd)
 	if err != nil {
 		if r.DefaultForCwd && isConstraint(err) {
@@ -96,11 +99,12 @@ func (s *Store) InsertSession(ctx context.Context, r SessionRow) error {
 	return nil
 }
 
-// UpdateSession stores the mutable fields of a session (cwd, additional
-// directories, permission mode, todos, updated_at).
+// UpdateSession stores the mutable fields of a session (current directory,
+// additional directories, permission mode, todos, updated_at). The root
+// directory (Cwd) never changes.
 func (s *Store) UpdateSession(ctx context.Context, r SessionRow) error {
-	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET cwd = ?, additional_dirs = ?, permission_mode = ?, todos = ?, updated_at = ? WHERE id = ?`,
-		r.Cwd, jsonList(r.AdditionalDirs), r.PermissionMode, nullJSON(r.Todos), r.UpdatedAt.UnixNano(), r.ID)
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET current_dir = ?, additional_dirs = ?, permission_mode = ?, todos = ?, updated_at = ? WHERE id = ?`,
+		r.CurrentDir, jsonList(r.AdditionalDirs), r.PermissionMode, nullJSON(r.Todos), r.UpdatedAt.UnixNano(), r.ID)
 	if err != nil {
 		return s.explain("updating session in", err)
 	}

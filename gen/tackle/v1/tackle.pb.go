@@ -1130,11 +1130,13 @@ func (x *StreamError) GetRef() string {
 
 // Session is one conversation's tool state.
 type Session struct {
-	state                 protoimpl.MessageState `protogen:"open.v1"`
-	Id                    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Cwd                   string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
-	AdditionalDirectories []string               `protobuf:"bytes,3,rep,name=additional_directories,json=additionalDirectories,proto3" json:"additional_directories,omitempty"`
-	PermissionMode        string                 `protobuf:"bytes,4,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// cwd is the session's root directory: where it was created, its first
+	// working directory. It never moves.
+	Cwd                   string   `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	AdditionalDirectories []string `protobuf:"bytes,3,rep,name=additional_directories,json=additionalDirectories,proto3" json:"additional_directories,omitempty"`
+	PermissionMode        string   `protobuf:"bytes,4,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
 	// todos_json is the todo list, a JSON array.
 	TodosJson string                 `protobuf:"bytes,5,opt,name=todos_json,json=todosJson,proto3" json:"todos_json,omitempty"`
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
@@ -1142,7 +1144,11 @@ type Session struct {
 	// last_seq is the sequence number of the newest event.
 	LastSeq uint64 `protobuf:"varint,8,opt,name=last_seq,json=lastSeq,proto3" json:"last_seq,omitempty"`
 	// files_read counts the files in the session's read-state.
-	FilesRead     uint32 `protobuf:"varint,9,opt,name=files_read,json=filesRead,proto3" json:"files_read,omitempty"`
+	FilesRead uint32 `protobuf:"varint,9,opt,name=files_read,json=filesRead,proto3" json:"files_read,omitempty"`
+	// current_dir is where Bash's cd left the session (tool calls run there);
+	// the root directory until then. In a session_updated event it is set
+	// when the current directory changed (and cwd too, for older clients).
+	CurrentDir    string `protobuf:"bytes,10,opt,name=current_dir,json=currentDir,proto3" json:"current_dir,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1240,14 +1246,23 @@ func (x *Session) GetFilesRead() uint32 {
 	return 0
 }
 
+func (x *Session) GetCurrentDir() string {
+	if x != nil {
+		return x.CurrentDir
+	}
+	return ""
+}
+
 // Snapshot is the state of a session when a client subscribes.
 type Snapshot struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
 	Session            *Session               `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
 	PendingPermissions []*PermissionRequest   `protobuf:"bytes,2,rep,name=pending_permissions,json=pendingPermissions,proto3" json:"pending_permissions,omitempty"`
 	RunningCalls       []*RunningCall         `protobuf:"bytes,3,rep,name=running_calls,json=runningCalls,proto3" json:"running_calls,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// shells are the session's background shells, running or ended, oldest first.
+	Shells        []*BackgroundShell `protobuf:"bytes,4,rep,name=shells,proto3" json:"shells,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -1301,6 +1316,120 @@ func (x *Snapshot) GetRunningCalls() []*RunningCall {
 	return nil
 }
 
+func (x *Snapshot) GetShells() []*BackgroundShell {
+	if x != nil {
+		return x.Shells
+	}
+	return nil
+}
+
+// BackgroundShell is a command a session runs in the background (Bash with
+// run_in_background). Its whole output is in a file.
+type BackgroundShell struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Command string                 `protobuf:"bytes,2,opt,name=command,proto3" json:"command,omitempty"`
+	// status: running, exited, killed.
+	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	// exit_code is set once the status is exited.
+	ExitCode int32                  `protobuf:"varint,4,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	Started  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=started,proto3" json:"started,omitempty"`
+	// ended is unset while the shell runs.
+	Ended *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=ended,proto3" json:"ended,omitempty"`
+	// output_path is the file that holds the shell's whole output.
+	OutputPath string `protobuf:"bytes,7,opt,name=output_path,json=outputPath,proto3" json:"output_path,omitempty"`
+	// output_bytes is the size of the output so far.
+	OutputBytes   int64 `protobuf:"varint,8,opt,name=output_bytes,json=outputBytes,proto3" json:"output_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackgroundShell) Reset() {
+	*x = BackgroundShell{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackgroundShell) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackgroundShell) ProtoMessage() {}
+
+func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackgroundShell.ProtoReflect.Descriptor instead.
+func (*BackgroundShell) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *BackgroundShell) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BackgroundShell) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *BackgroundShell) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *BackgroundShell) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *BackgroundShell) GetStarted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
+func (x *BackgroundShell) GetEnded() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Ended
+	}
+	return nil
+}
+
+func (x *BackgroundShell) GetOutputPath() string {
+	if x != nil {
+		return x.OutputPath
+	}
+	return ""
+}
+
+func (x *BackgroundShell) GetOutputBytes() int64 {
+	if x != nil {
+		return x.OutputBytes
+	}
+	return 0
+}
+
 // RunningCall is a call that has not ended.
 type RunningCall struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1314,7 +1443,7 @@ type RunningCall struct {
 
 func (x *RunningCall) Reset() {
 	*x = RunningCall{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1455,7 @@ func (x *RunningCall) String() string {
 func (*RunningCall) ProtoMessage() {}
 
 func (x *RunningCall) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1468,7 @@ func (x *RunningCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunningCall.ProtoReflect.Descriptor instead.
 func (*RunningCall) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RunningCall) GetTurnId() string {
@@ -1384,7 +1513,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1396,7 +1525,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1409,7 +1538,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ContentBlock) GetType() string {
@@ -1458,7 +1587,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1599,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1612,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolResult) GetId() string {
@@ -1551,7 +1680,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1563,7 +1692,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1576,7 +1705,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1642,7 +1771,7 @@ type PermissionResolved struct {
 
 func (x *PermissionResolved) Reset() {
 	*x = PermissionResolved{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1654,7 +1783,7 @@ func (x *PermissionResolved) String() string {
 func (*PermissionResolved) ProtoMessage() {}
 
 func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1667,7 +1796,7 @@ func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionResolved.ProtoReflect.Descriptor instead.
 func (*PermissionResolved) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PermissionResolved) GetRequestId() string {
@@ -1705,7 +1834,8 @@ type Event struct {
 	SessionId string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	Time      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	// type: turn_started, call_state, call_progress, call_result, turn_ended,
-	// permission_requested, permission_resolved, session_updated, notice.
+	// permission_requested, permission_resolved, session_updated, notice,
+	// todos_updated, shell_updated.
 	Type   string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	TurnId string `protobuf:"bytes,5,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	CallId string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -1718,15 +1848,20 @@ type Event struct {
 	Result     *ToolResult         `protobuf:"bytes,11,opt,name=result,proto3" json:"result,omitempty"`
 	Permission *PermissionRequest  `protobuf:"bytes,12,opt,name=permission,proto3" json:"permission,omitempty"`
 	Resolution *PermissionResolved `protobuf:"bytes,13,opt,name=resolution,proto3" json:"resolution,omitempty"`
-	// session is set for session_updated.
-	Session       *Session `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
+	// session is set for session_updated (the fields that changed) and for
+	// todos_updated, where session.todos_json holds the whole new todo list
+	// (a JSON array of {content, status, activeForm}).
+	Session *Session `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
+	// shell is set for shell_updated: a background shell started, exited or
+	// was killed.
+	Shell         *BackgroundShell `protobuf:"bytes,15,opt,name=shell,proto3" json:"shell,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1873,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1886,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1852,6 +1987,13 @@ func (x *Event) GetSession() *Session {
 	return nil
 }
 
+func (x *Event) GetShell() *BackgroundShell {
+	if x != nil {
+		return x.Shell
+	}
+	return nil
+}
+
 // CreateSessionRequest creates a session.
 type CreateSessionRequest struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
@@ -1868,7 +2010,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1880,7 +2022,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1893,7 +2035,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -1943,7 +2085,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1955,7 +2097,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1968,7 +2110,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -1994,7 +2136,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2006,7 +2148,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2019,7 +2161,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -2032,7 +2174,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2044,7 +2186,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2057,7 +2199,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -2077,7 +2219,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2089,7 +2231,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2102,7 +2244,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -2122,7 +2264,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2134,7 +2276,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2147,7 +2289,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -2167,7 +2309,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2179,7 +2321,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2192,7 +2334,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -2211,7 +2353,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2365,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2378,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -2255,7 +2397,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2267,7 +2409,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2280,7 +2422,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -2348,7 +2490,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2360,7 +2502,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2373,7 +2515,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -2431,7 +2573,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2585,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2598,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -2490,7 +2632,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2644,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2657,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -2536,7 +2678,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2548,7 +2690,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2561,7 +2703,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -2589,7 +2731,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +2743,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +2756,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -2640,7 +2782,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2652,7 +2794,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2665,7 +2807,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 // StatusResponse describes the daemon.
@@ -2686,7 +2828,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2698,7 +2840,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2711,7 +2853,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -2786,7 +2928,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2798,7 +2940,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2811,7 +2953,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -2823,7 +2965,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2835,7 +2977,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2848,7 +2990,332 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+}
+
+// ListShellsRequest names the session.
+type ListShellsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListShellsRequest) Reset() {
+	*x = ListShellsRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListShellsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListShellsRequest) ProtoMessage() {}
+
+func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
+func (*ListShellsRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ListShellsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// ListShellsResponse lists the session's background shells, oldest first.
+type ListShellsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shells        []*BackgroundShell     `protobuf:"bytes,1,rep,name=shells,proto3" json:"shells,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListShellsResponse) Reset() {
+	*x = ListShellsResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListShellsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListShellsResponse) ProtoMessage() {}
+
+func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
+func (*ListShellsResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *ListShellsResponse) GetShells() []*BackgroundShell {
+	if x != nil {
+		return x.Shells
+	}
+	return nil
+}
+
+// ReadShellOutputRequest reads a background shell's output.
+type ReadShellOutputRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ShellId   string                 `protobuf:"bytes,2,opt,name=shell_id,json=shellId,proto3" json:"shell_id,omitempty"`
+	// offset is the byte offset in the output to read from.
+	Offset int64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	// max_bytes bounds the data returned (0: 64 KiB; at most 1 MiB).
+	MaxBytes      uint32 `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadShellOutputRequest) Reset() {
+	*x = ReadShellOutputRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadShellOutputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadShellOutputRequest) ProtoMessage() {}
+
+func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
+func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *ReadShellOutputRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReadShellOutputRequest) GetShellId() string {
+	if x != nil {
+		return x.ShellId
+	}
+	return ""
+}
+
+func (x *ReadShellOutputRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ReadShellOutputRequest) GetMaxBytes() uint32 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+// ReadShellOutputResponse is a piece of a background shell's output.
+type ReadShellOutputResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// data is the output from offset on (raw bytes: not necessarily UTF-8).
+	Data []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
+	// next_offset is the offset to read from next.
+	NextOffset int64 `protobuf:"varint,2,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	// shell is the shell's state when the data was read: once it is not
+	// running and data is empty, the output is complete.
+	Shell         *BackgroundShell `protobuf:"bytes,3,opt,name=shell,proto3" json:"shell,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadShellOutputResponse) Reset() {
+	*x = ReadShellOutputResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadShellOutputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadShellOutputResponse) ProtoMessage() {}
+
+func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
+func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ReadShellOutputResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ReadShellOutputResponse) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
+func (x *ReadShellOutputResponse) GetShell() *BackgroundShell {
+	if x != nil {
+		return x.Shell
+	}
+	return nil
+}
+
+// KillShellRequest names the shell to kill.
+type KillShellRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ShellId       string                 `protobuf:"bytes,2,opt,name=shell_id,json=shellId,proto3" json:"shell_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KillShellRequest) Reset() {
+	*x = KillShellRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KillShellRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KillShellRequest) ProtoMessage() {}
+
+func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
+func (*KillShellRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *KillShellRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *KillShellRequest) GetShellId() string {
+	if x != nil {
+		return x.ShellId
+	}
+	return ""
+}
+
+// KillShellResponse is the shell after the kill (killed, or exited if it
+// had already ended).
+type KillShellResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Shell         *BackgroundShell       `protobuf:"bytes,1,opt,name=shell,proto3" json:"shell,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KillShellResponse) Reset() {
+	*x = KillShellResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KillShellResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KillShellResponse) ProtoMessage() {}
+
+func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
+func (*KillShellResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *KillShellResponse) GetShell() *BackgroundShell {
+	if x != nil {
+		return x.Shell
+	}
+	return nil
 }
 
 var File_tackle_v1_tackle_proto protoreflect.FileDescriptor
@@ -2923,7 +3390,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x120\n" +
 	"\x14resubscribe_from_seq\x18\x03 \x01(\x04R\x12resubscribeFromSeq\x12\x10\n" +
-	"\x03ref\x18\x04 \x01(\tR\x03ref\"\xda\x02\n" +
+	"\x03ref\x18\x04 \x01(\tR\x03ref\"\xfb\x02\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x125\n" +
@@ -2937,11 +3404,25 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"updated_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x19\n" +
 	"\blast_seq\x18\b \x01(\x04R\alastSeq\x12\x1d\n" +
 	"\n" +
-	"files_read\x18\t \x01(\rR\tfilesRead\"\xc4\x01\n" +
+	"files_read\x18\t \x01(\rR\tfilesRead\x12\x1f\n" +
+	"\vcurrent_dir\x18\n" +
+	" \x01(\tR\n" +
+	"currentDir\"\xf8\x01\n" +
 	"\bSnapshot\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12M\n" +
 	"\x13pending_permissions\x18\x02 \x03(\v2\x1c.tackle.v1.PermissionRequestR\x12pendingPermissions\x12;\n" +
-	"\rrunning_calls\x18\x03 \x03(\v2\x16.tackle.v1.RunningCallR\frunningCalls\"i\n" +
+	"\rrunning_calls\x18\x03 \x03(\v2\x16.tackle.v1.RunningCallR\frunningCalls\x122\n" +
+	"\x06shells\x18\x04 \x03(\v2\x1a.tackle.v1.BackgroundShellR\x06shells\"\x9c\x02\n" +
+	"\x0fBackgroundShell\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\acommand\x18\x02 \x01(\tR\acommand\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x1b\n" +
+	"\texit_code\x18\x04 \x01(\x05R\bexitCode\x124\n" +
+	"\astarted\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\astarted\x120\n" +
+	"\x05ended\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05ended\x12\x1f\n" +
+	"\voutput_path\x18\a \x01(\tR\n" +
+	"outputPath\x12!\n" +
+	"\foutput_bytes\x18\b \x01(\x03R\voutputBytes\"i\n" +
 	"\vRunningCall\x12\x17\n" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
@@ -2977,7 +3458,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +
 	"\bdecision\x18\x02 \x01(\tR\bdecision\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x1a\n" +
-	"\bfeedback\x18\x04 \x01(\tR\bfeedback\"\xf1\x03\n" +
+	"\bfeedback\x18\x04 \x01(\tR\bfeedback\"\xa3\x04\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -2998,7 +3479,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"resolution\x18\r \x01(\v2\x1d.tackle.v1.PermissionResolvedR\n" +
 	"resolution\x12,\n" +
-	"\asession\x18\x0e \x01(\v2\x12.tackle.v1.SessionR\asession\"\xc2\x01\n" +
+	"\asession\x18\x0e \x01(\v2\x12.tackle.v1.SessionR\asession\x120\n" +
+	"\x05shell\x18\x0f \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell\"\xc2\x01\n" +
 	"\x14CreateSessionRequest\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x125\n" +
 	"\x16additional_directories\x18\x02 \x03(\tR\x15additionalDirectories\x12'\n" +
@@ -3061,7 +3543,29 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x10protocol_version\x18\b \x01(\rR\x0fprotocolVersion\x12\x1b\n" +
 	"\trss_bytes\x18\t \x01(\x03R\brssBytes\"\x11\n" +
 	"\x0fShutdownRequest\"\x12\n" +
-	"\x10ShutdownResponse*D\n" +
+	"\x10ShutdownResponse\"2\n" +
+	"\x11ListShellsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"H\n" +
+	"\x12ListShellsResponse\x122\n" +
+	"\x06shells\x18\x01 \x03(\v2\x1a.tackle.v1.BackgroundShellR\x06shells\"\x87\x01\n" +
+	"\x16ReadShellOutputRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\bshell_id\x18\x02 \x01(\tR\ashellId\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1b\n" +
+	"\tmax_bytes\x18\x04 \x01(\rR\bmaxBytes\"\x80\x01\n" +
+	"\x17ReadShellOutputResponse\x12\x12\n" +
+	"\x04data\x18\x01 \x01(\fR\x04data\x12\x1f\n" +
+	"\vnext_offset\x18\x02 \x01(\x03R\n" +
+	"nextOffset\x120\n" +
+	"\x05shell\x18\x03 \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell\"L\n" +
+	"\x10KillShellRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
+	"\bshell_id\x18\x02 \x01(\tR\ashellId\"E\n" +
+	"\x11KillShellResponse\x120\n" +
+	"\x05shell\x18\x01 \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell*D\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fROLE_CONTROLLER\x10\x01\x12\x11\n" +
@@ -3076,7 +3580,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\rSCOPE_SESSION\x10\x01\x12\x11\n" +
 	"\rSCOPE_PROJECT\x10\x02\x12\x0e\n" +
 	"\n" +
-	"SCOPE_USER\x10\x032\xbe\x05\n" +
+	"SCOPE_USER\x10\x032\xab\a\n" +
 	"\rTackleService\x12@\n" +
 	"\x06Attach\x12\x18.tackle.v1.ClientMessage\x1a\x18.tackle.v1.ServerMessage(\x010\x01\x12R\n" +
 	"\rCreateSession\x12\x1f.tackle.v1.CreateSessionRequest\x1a .tackle.v1.CreateSessionResponse\x12O\n" +
@@ -3087,7 +3591,11 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\tListTools\x12\x1b.tackle.v1.ListToolsRequest\x1a\x1c.tackle.v1.ListToolsResponse\x12[\n" +
 	"\x10AnswerPermission\x12\".tackle.v1.AnswerPermissionRequest\x1a#.tackle.v1.AnswerPermissionResponse\x12=\n" +
 	"\x06Status\x12\x18.tackle.v1.StatusRequest\x1a\x19.tackle.v1.StatusResponse\x12C\n" +
-	"\bShutdown\x12\x1a.tackle.v1.ShutdownRequest\x1a\x1b.tackle.v1.ShutdownResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
+	"\bShutdown\x12\x1a.tackle.v1.ShutdownRequest\x1a\x1b.tackle.v1.ShutdownResponse\x12I\n" +
+	"\n" +
+	"ListShells\x12\x1c.tackle.v1.ListShellsRequest\x1a\x1d.tackle.v1.ListShellsResponse\x12X\n" +
+	"\x0fReadShellOutput\x12!.tackle.v1.ReadShellOutputRequest\x1a\".tackle.v1.ReadShellOutputResponse\x12F\n" +
+	"\tKillShell\x12\x1b.tackle.v1.KillShellRequest\x1a\x1c.tackle.v1.KillShellResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
 
 var (
 	file_tackle_v1_tackle_proto_rawDescOnce sync.Once
@@ -3102,7 +3610,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                        // 0: tackle.v1.Role
 	(Decision)(0),                    // 1: tackle.v1.Decision
@@ -3121,31 +3629,38 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*StreamError)(nil),              // 14: tackle.v1.StreamError
 	(*Session)(nil),                  // 15: tackle.v1.Session
 	(*Snapshot)(nil),                 // 16: tackle.v1.Snapshot
-	(*RunningCall)(nil),              // 17: tackle.v1.RunningCall
-	(*ContentBlock)(nil),             // 18: tackle.v1.ContentBlock
-	(*ToolResult)(nil),               // 19: tackle.v1.ToolResult
-	(*PermissionRequest)(nil),        // 20: tackle.v1.PermissionRequest
-	(*PermissionResolved)(nil),       // 21: tackle.v1.PermissionResolved
-	(*Event)(nil),                    // 22: tackle.v1.Event
-	(*CreateSessionRequest)(nil),     // 23: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 24: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),      // 25: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 26: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),        // 27: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 28: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),     // 29: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 30: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),           // 31: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                 // 32: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),         // 33: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),        // 34: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),  // 35: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil), // 36: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),            // 37: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),           // 38: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),          // 39: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),         // 40: tackle.v1.ShutdownResponse
-	(*timestamppb.Timestamp)(nil),    // 41: google.protobuf.Timestamp
+	(*BackgroundShell)(nil),          // 17: tackle.v1.BackgroundShell
+	(*RunningCall)(nil),              // 18: tackle.v1.RunningCall
+	(*ContentBlock)(nil),             // 19: tackle.v1.ContentBlock
+	(*ToolResult)(nil),               // 20: tackle.v1.ToolResult
+	(*PermissionRequest)(nil),        // 21: tackle.v1.PermissionRequest
+	(*PermissionResolved)(nil),       // 22: tackle.v1.PermissionResolved
+	(*Event)(nil),                    // 23: tackle.v1.Event
+	(*CreateSessionRequest)(nil),     // 24: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),    // 25: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),      // 26: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),     // 27: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),        // 28: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),       // 29: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),     // 30: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),    // 31: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),           // 32: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                 // 33: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),         // 34: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),        // 35: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),  // 36: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil), // 37: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),            // 38: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),           // 39: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),          // 40: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),         // 41: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),        // 42: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),       // 43: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),   // 44: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),  // 45: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),         // 46: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),        // 47: tackle.v1.KillShellResponse
+	(*timestamppb.Timestamp)(nil),    // 48: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,  // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -3156,7 +3671,7 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	13, // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
 	6,  // 6: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
 	16, // 7: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	22, // 8: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	23, // 8: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
 	10, // 9: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
 	14, // 10: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
 	0,  // 11: tackle.v1.Hello.role:type_name -> tackle.v1.Role
@@ -3164,48 +3679,61 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	8,  // 13: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,  // 14: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,  // 15: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	41, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	41, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	48, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	48, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
 	15, // 18: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	20, // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	17, // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	18, // 21: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	41, // 22: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	41, // 23: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,  // 24: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	19, // 25: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	20, // 26: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	21, // 27: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15, // 28: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	15, // 29: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15, // 30: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15, // 31: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	31, // 32: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	32, // 33: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12, // 34: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	3,  // 35: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	23, // 36: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	25, // 37: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	27, // 38: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	29, // 39: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	33, // 40: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	35, // 41: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	37, // 42: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	39, // 43: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	4,  // 44: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	24, // 45: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	26, // 46: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	28, // 47: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	30, // 48: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	34, // 49: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	36, // 50: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	38, // 51: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	40, // 52: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	44, // [44:53] is the sub-list for method output_type
-	35, // [35:44] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	21, // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	18, // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	17, // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	48, // 22: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	48, // 23: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	19, // 24: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	48, // 25: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	48, // 26: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,  // 27: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	20, // 28: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	21, // 29: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	22, // 30: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15, // 31: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	17, // 32: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	15, // 33: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15, // 34: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15, // 35: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	32, // 36: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	33, // 37: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12, // 38: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	17, // 39: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	17, // 40: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	17, // 41: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	3,  // 42: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	24, // 43: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	26, // 44: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	28, // 45: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	30, // 46: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	34, // 47: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	36, // 48: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	38, // 49: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	40, // 50: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	42, // 51: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	44, // 52: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	46, // 53: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	4,  // 54: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	25, // 55: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	27, // 56: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	29, // 57: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	31, // 58: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	35, // 59: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	37, // 60: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	39, // 61: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	41, // 62: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	43, // 63: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	45, // 64: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	47, // 65: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	54, // [54:66] is the sub-list for method output_type
+	42, // [42:54] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -3234,7 +3762,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   38,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

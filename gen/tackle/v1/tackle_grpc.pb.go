@@ -32,6 +32,9 @@ const (
 	TackleService_AnswerPermission_FullMethodName = "/tackle.v1.TackleService/AnswerPermission"
 	TackleService_Status_FullMethodName           = "/tackle.v1.TackleService/Status"
 	TackleService_Shutdown_FullMethodName         = "/tackle.v1.TackleService/Shutdown"
+	TackleService_ListShells_FullMethodName       = "/tackle.v1.TackleService/ListShells"
+	TackleService_ReadShellOutput_FullMethodName  = "/tackle.v1.TackleService/ReadShellOutput"
+	TackleService_KillShell_FullMethodName        = "/tackle.v1.TackleService/KillShell"
 )
 
 // TackleServiceClient is the client API for TackleService service.
@@ -65,6 +68,14 @@ type TackleServiceClient interface {
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
 	// Shutdown stops the daemon gracefully: in-flight calls end as cancelled.
 	Shutdown(ctx context.Context, in *ShutdownRequest, opts ...grpc.CallOption) (*ShutdownResponse, error)
+	// ListShells lists the background shells of a session (Bash with
+	// run_in_background), oldest first.
+	ListShells(ctx context.Context, in *ListShellsRequest, opts ...grpc.CallOption) (*ListShellsResponse, error)
+	// ReadShellOutput reads a background shell's output from a byte offset,
+	// for clients that tail it. It does not move the model's BashOutput cursor.
+	ReadShellOutput(ctx context.Context, in *ReadShellOutputRequest, opts ...grpc.CallOption) (*ReadShellOutputResponse, error)
+	// KillShell kills a background shell's process group.
+	KillShell(ctx context.Context, in *KillShellRequest, opts ...grpc.CallOption) (*KillShellResponse, error)
 }
 
 type tackleServiceClient struct {
@@ -168,6 +179,36 @@ func (c *tackleServiceClient) Shutdown(ctx context.Context, in *ShutdownRequest,
 	return out, nil
 }
 
+func (c *tackleServiceClient) ListShells(ctx context.Context, in *ListShellsRequest, opts ...grpc.CallOption) (*ListShellsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListShellsResponse)
+	err := c.cc.Invoke(ctx, TackleService_ListShells_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ReadShellOutput(ctx context.Context, in *ReadShellOutputRequest, opts ...grpc.CallOption) (*ReadShellOutputResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadShellOutputResponse)
+	err := c.cc.Invoke(ctx, TackleService_ReadShellOutput_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) KillShell(ctx context.Context, in *KillShellRequest, opts ...grpc.CallOption) (*KillShellResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KillShellResponse)
+	err := c.cc.Invoke(ctx, TackleService_KillShell_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TackleServiceServer is the server API for TackleService service.
 // All implementations must embed UnimplementedTackleServiceServer
 // for forward compatibility.
@@ -199,6 +240,14 @@ type TackleServiceServer interface {
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
 	// Shutdown stops the daemon gracefully: in-flight calls end as cancelled.
 	Shutdown(context.Context, *ShutdownRequest) (*ShutdownResponse, error)
+	// ListShells lists the background shells of a session (Bash with
+	// run_in_background), oldest first.
+	ListShells(context.Context, *ListShellsRequest) (*ListShellsResponse, error)
+	// ReadShellOutput reads a background shell's output from a byte offset,
+	// for clients that tail it. It does not move the model's BashOutput cursor.
+	ReadShellOutput(context.Context, *ReadShellOutputRequest) (*ReadShellOutputResponse, error)
+	// KillShell kills a background shell's process group.
+	KillShell(context.Context, *KillShellRequest) (*KillShellResponse, error)
 	mustEmbedUnimplementedTackleServiceServer()
 }
 
@@ -235,6 +284,15 @@ func (UnimplementedTackleServiceServer) Status(context.Context, *StatusRequest) 
 }
 func (UnimplementedTackleServiceServer) Shutdown(context.Context, *ShutdownRequest) (*ShutdownResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Shutdown not implemented")
+}
+func (UnimplementedTackleServiceServer) ListShells(context.Context, *ListShellsRequest) (*ListShellsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListShells not implemented")
+}
+func (UnimplementedTackleServiceServer) ReadShellOutput(context.Context, *ReadShellOutputRequest) (*ReadShellOutputResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadShellOutput not implemented")
+}
+func (UnimplementedTackleServiceServer) KillShell(context.Context, *KillShellRequest) (*KillShellResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method KillShell not implemented")
 }
 func (UnimplementedTackleServiceServer) mustEmbedUnimplementedTackleServiceServer() {}
 func (UnimplementedTackleServiceServer) testEmbeddedByValue()                       {}
@@ -408,6 +466,60 @@ func _TackleService_Shutdown_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TackleService_ListShells_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListShellsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ListShells(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ListShells_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ListShells(ctx, req.(*ListShellsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ReadShellOutput_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadShellOutputRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ReadShellOutput(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ReadShellOutput_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ReadShellOutput(ctx, req.(*ReadShellOutputRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_KillShell_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KillShellRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).KillShell(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_KillShell_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).KillShell(ctx, req.(*KillShellRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TackleService_ServiceDesc is the grpc.ServiceDesc for TackleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -446,6 +558,18 @@ var TackleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Shutdown",
 			Handler:    _TackleService_Shutdown_Handler,
+		},
+		{
+			MethodName: "ListShells",
+			Handler:    _TackleService_ListShells_Handler,
+		},
+		{
+			MethodName: "ReadShellOutput",
+			Handler:    _TackleService_ReadShellOutput_Handler,
+		},
+		{
+			MethodName: "KillShell",
+			Handler:    _TackleService_KillShell_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,274 @@
+package shell
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// fakeEnv is a session as the tools see it, and as the pipeline changes it.
+type fakeEnv struct {
+	id     string
+	root   string
+	dirs   []string
+	env    []string
+	outDir string
+
+	mu  sync.Mutex // guards cwd
+	cwd string
+}
+
+func newEnv(t testing.TB) *fakeEnv {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(base, "root")
+	if err := os.Mkdir(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return &fakeEnv{id: "s_test", root: root, dirs: []string{root}, cwd: root, outDir: filepath.Join(base, "outputs"),
+		env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + base, "LANG=C.UTF-8"}}
+}
+
+func (e *fakeEnv) SessionID() string     { return e.id }
+func (e *fakeEnv) WorkingDirs() []string { return e.dirs }
+func (e *fakeEnv) Environ() []string     { return e.env }
+func (e *fakeEnv) OutputDir() string     { return e.outDir }
+func (e *fakeEnv) FileState(string) (tool.FileState, bool) {
+	return tool.FileState{}, false
+}
+func (e *fakeEnv) Cwd() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cwd
+}
+func (e *fakeEnv) SetCwd(d string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.cwd = d
+}
+func (e *fakeEnv) RecordFile(tool.FileState) {}
+func (e *fakeEnv) SetTodos(json.RawMessage)  {}
+
+// outcome is what the pipeline would make of one call.
+type outcome struct {
+	schemaErr   error
+	validateErr error
+	access      tool.Access
+	res         *tool.Result
+	runErr      error
+	progress    []string
+}
+
+func (o outcome) text() string {
+	switch {
+	case o.schemaErr != nil:
+		return o.schemaErr.Error()
+	case o.validateErr != nil:
+		return o.validateErr.Error()
+	case o.runErr != nil:
+		return o.runErr.Error()
+	}
+	var sb strings.Builder
+	for _, c := range o.res.Content {
+		sb.WriteString(c.Text)
+	}
+	return sb.String()
+}
+
+func (o outcome) failed() bool {
+	return o.schemaErr != nil || o.validateErr != nil || o.runErr != nil || o.res.IsError
+}
+
+var (
+	schemaMu    sync.Mutex
+	schemaCache = map[string]*jsonschema.Schema{}
+)
+
+func compiled(t testing.TB, tl tool.Tool) *jsonschema.Schema {
+	t.Helper()
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	name := tl.Spec().Name
+	if s, ok := schemaCache[name]; ok {
+		return s
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tl.Spec().InputSchema))
+	if err != nil {
+		t.Fatalf("%s schema: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("mem://"+name, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("mem://" + name)
+	if err != nil {
+		t.Fatalf("compiling %s schema: %v", name, err)
+	}
+	schemaCache[name] = s
+	return s
+}
+
+// harness is a Shells with its tools by name and alias.
+type harness struct {
+	s     *Shells
+	tools map[string]tool.Tool
+
+	changed chan event.ShellInfo // every OnChange, in order
+}
+
+func newHarness(t testing.TB, opts *Options) *harness {
+	t.Helper()
+	h := &harness{tools: map[string]tool.Tool{}, changed: make(chan event.ShellInfo, 100)}
+	o := Options{KillGrace: 300 * time.Millisecond}
+	if opts != nil {
+		o = *opts
+	}
+	o.OnChange = func(sid string, info event.ShellInfo) { h.changed <- info }
+	h.s = New(&o)
+	t.Cleanup(h.s.Close)
+	for _, tl := range h.s.Tools() {
+		sp := tl.Spec()
+		for _, n := range append([]string{sp.Name}, sp.Aliases...) {
+			h.tools[n] = tl
+		}
+	}
+	return h
+}
+
+// call runs a tool the way the pipeline does: schema, Validate,
+// CheckPermission, Run (collecting progress), then the Modifier.
+func (h *harness) call(t testing.TB, env *fakeEnv, name string, input any) outcome {
+	return h.callCtx(context.Background(), t, env, name, input)
+}
+
+func (h *harness) callCtx(ctx context.Context, t testing.TB, env *fakeEnv, name string, input any) outcome {
+	t.Helper()
+	tl, ok := h.tools[name]
+	if !ok {
+		t.Fatalf("no tool %q", name)
+	}
+	raw, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o outcome
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compiled(t, tl).Validate(doc); err != nil {
+		o.schemaErr = err
+		return o
+	}
+	c := &tool.Call{ID: "toolu_1", Name: name, Input: raw, Env: env}
+	if err := tl.Validate(ctx, c); err != nil {
+		o.validateErr = err
+		return o
+	}
+	if o.access, err = tl.CheckPermission(ctx, c); err != nil {
+		o.runErr = err
+		return o
+	}
+	var pmu sync.Mutex
+	o.res, o.runErr = tl.Run(ctx, c, func(s string) {
+		pmu.Lock()
+		o.progress = append(o.progress, s)
+		pmu.Unlock()
+	})
+	if o.runErr == nil && o.res != nil && o.res.Modifier != nil {
+		o.res.Modifier(env)
+	}
+	pmu.Lock()
+	defer pmu.Unlock()
+	return o
+}
+
+// bash runs a foreground command and fails the test if it does not run.
+func (h *harness) bash(t testing.TB, env *fakeEnv, input map[string]any) outcome {
+	t.Helper()
+	o := h.call(t, env, "Bash", input)
+	if o.schemaErr != nil || o.validateErr != nil || o.runErr != nil {
+		t.Fatalf("Bash %v: %s", input, o.text())
+	}
+	return o
+}
+
+// firstLineInt parses the first line of s as an integer (a pid printed by the command).
+func firstLineInt(t testing.TB, s string) int {
+	t.Helper()
+	line, _, _ := strings.Cut(s, "\n")
+	n, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("first line of %q is not a number: %v", s, err)
+	}
+	return n
+}
+
+// groupGone reports whether no process is left in process group pgid.
+func groupGone(pgid int) bool {
+	return unix.Kill(-pgid, 0) == unix.ESRCH
+}
+
+// waitChange waits for the next OnChange call and returns it.
+func (h *harness) waitChange(t testing.TB) event.ShellInfo {
+	t.Helper()
+	select {
+	case info := <-h.changed:
+		return info
+	case <-time.After(30 * time.Second):
+		t.Fatal("no OnChange within 30 s")
+	}
+	return event.ShellInfo{}
+}
+
+// resetPeakRSS resets the process's peak RSS (VmHWM) and returns the current RSS.
+func resetPeakRSS(t testing.TB) int64 {
+	t.Helper()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		t.Skipf("cannot reset the peak RSS: %v", err)
+	}
+	return procStatus(t, "VmRSS:")
+}
+
+// peakRSS returns the process's peak RSS since resetPeakRSS.
+func peakRSS(t testing.TB) int64 { return procStatus(t, "VmHWM:") }
+
+func procStatus(t testing.TB, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}

@@ -1,0 +1,161 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// proc is one running shell: bash, the leader of its own process group.
+type proc struct {
+	cmd  *exec.Cmd
+	pgid int
+	done chan struct{} // closed by wait once bash has been waited for
+	// state is bash's exit state, set before done is closed.
+	state *os.ProcessState
+}
+
+var (
+	subreaperOnce sync.Once
+	subreaperErr  error
+)
+
+// becomeSubreaper makes this process the reaper of its orphaned
+// descendants, so the processes a shell leaves behind can be reaped by
+// process group (see reapGroup). It is done once per process.
+func becomeSubreaper() error {
+	subreaperOnce.Do(func() {
+		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	})
+	return subreaperErr
+}
+
+// startProc starts shell -c script in dir with env, stdin /dev/null and
+// stdout and stderr to out, in a new process group. The caller must call
+// wait (usually in a goroutine).
+func startProc(shell, script, dir string, env []string, out *os.File) (*proc, error) {
+	cmd := exec.Command(shell, "-c", script)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdin = nil // the null device
+	cmd.Stdout = out
+	cmd.Stderr = out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", shell, err)
+	}
+	return &proc{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{})}, nil
+}
+
+// wait waits for bash to exit and closes done.
+func (p *proc) wait() {
+	p.cmd.Wait() //nolint:errcheck // the exit state is what matters, in ProcessState
+	p.state = p.cmd.ProcessState
+	close(p.done)
+}
+
+// exitCode is bash's exit status, 128+N for a signal N (as shells report
+// it), -1 if unknown. Valid after done.
+func (p *proc) exitCode() int {
+	if p.state == nil {
+		return -1
+	}
+	if ws, ok := p.state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return p.state.ExitCode()
+}
+
+// hardLimit bounds the wait for a group after SIGKILL (a process stuck in
+// uninterruptible sleep cannot be helped).
+const hardLimit = 5 * time.Second
+
+// terminate kills the whole process group: SIGTERM (and SIGCONT, so that
+// stopped processes see it), then SIGKILL after grace for whatever is left,
+// and reaps it. It returns once bash has been waited for and the group is
+// gone, or after hardLimit more. It is safe to call concurrently and after
+// bash exited.
+func (p *proc) terminate(grace time.Duration) {
+	signalGroup(p.pgid, unix.SIGTERM)
+	signalGroup(p.pgid, unix.SIGCONT)
+	deadline := time.Now().Add(grace)
+	t := time.NewTimer(grace)
+	select {
+	case <-p.done:
+		t.Stop()
+		if waitGroup(p.pgid, deadline) {
+			return
+		}
+	case <-t.C:
+	}
+	signalGroup(p.pgid, unix.SIGKILL)
+	t = time.NewTimer(hardLimit)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		return
+	}
+	waitGroup(p.pgid, time.Now().Add(hardLimit))
+}
+
+// cleanup is for a shell whose bash has exited on its own (done is
+// closed): it reaps what exited of its group and kills what is still
+// running (as terminate). It reports whether anything was left running.
+func (p *proc) cleanup(grace time.Duration) (leftovers bool) {
+	if reapGroup(p.pgid) {
+		return false
+	}
+	p.terminate(grace)
+	return true
+}
+
+func signalGroup(pgid int, sig unix.Signal) {
+	if err := unix.Kill(-pgid, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+		// EPERM would mean a reused id: nothing of ours to signal.
+		return
+	}
+}
+
+// reapGroup waits for the exited processes of the group that are our
+// children (bash's orphans, thanks to becomeSubreaper) and reports whether
+// no process is left in the group. Call it only after bash itself has been
+// waited for, or it could reap bash under os/exec's feet.
+func reapGroup(pgid int) bool {
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PGID, pgid, &info, unix.WEXITED|unix.WNOHANG, nil)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || info.Signo == 0 {
+			break // ECHILD (none of ours left) or none exited yet
+		}
+	}
+	return errors.Is(unix.Kill(-pgid, 0), unix.ESRCH)
+}
+
+// waitGroup reaps the group until it is gone or deadline passes, and
+// reports whether it is gone. The group's members are dying or may be
+// about to be reparented to us, which no event tells, so it polls with a
+// short backoff.
+func waitGroup(pgid int, deadline time.Time) bool {
+	delay := 200 * time.Microsecond
+	for {
+		if reapGroup(pgid) {
+			return true
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
+		}
+		time.Sleep(min(delay, left))
+		delay = min(delay*2, 20*time.Millisecond)
+	}
+}

@@ -1,0 +1,190 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tools/web"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeEnv is a session as the tools see it.
+type fakeEnv struct {
+	cwd     string
+	environ []string
+}
+
+func newEnv(t *testing.T) *fakeEnv { return &fakeEnv{cwd: t.TempDir()} }
+
+func (e *fakeEnv) SessionID() string                       { return "test" }
+func (e *fakeEnv) Cwd() string                             { return e.cwd }
+func (e *fakeEnv) WorkingDirs() []string                   { return []string{e.cwd} }
+func (e *fakeEnv) Environ() []string                       { return e.environ }
+func (e *fakeEnv) OutputDir() string                       { return e.cwd + "/.outputs" }
+func (e *fakeEnv) FileState(string) (tool.FileState, bool) { return tool.FileState{}, false }
+
+// tools builds the web tools and closes their idle connections when the test ends.
+func tools(t *testing.T, opts *web.Options) map[string]tool.Tool {
+	t.Helper()
+	list := web.Tools(opts)
+	t.Cleanup(func() { web.CloseIdleConnections(list) })
+	m := map[string]tool.Tool{}
+	for _, tl := range list {
+		m[tl.Spec().Name] = tl
+	}
+	return m
+}
+
+// outcome is what the pipeline would make of one call.
+type outcome struct {
+	schemaErr   error
+	validateErr error
+	access      tool.Access
+	res         *tool.Result
+	runErr      error
+}
+
+// text is the text of the result, or of the error that stopped the call.
+func (o outcome) text() string {
+	switch {
+	case o.schemaErr != nil:
+		return o.schemaErr.Error()
+	case o.validateErr != nil:
+		return o.validateErr.Error()
+	case o.runErr != nil:
+		return o.runErr.Error()
+	}
+	var sb strings.Builder
+	for _, c := range o.res.Content {
+		sb.WriteString(c.Text)
+	}
+	return sb.String()
+}
+
+func (o outcome) failed() bool {
+	return o.schemaErr != nil || o.validateErr != nil || o.runErr != nil || o.res.IsError
+}
+
+var (
+	schemaMu    sync.Mutex
+	schemaCache = map[string]*jsonschema.Schema{}
+)
+
+func compiled(t testing.TB, tl tool.Tool) *jsonschema.Schema {
+	t.Helper()
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	name := tl.Spec().Name
+	if s, ok := schemaCache[name]; ok {
+		return s
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tl.Spec().InputSchema))
+	if err != nil {
+		t.Fatalf("%s schema: %v", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("mem://"+name, doc); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("mem://" + name)
+	if err != nil {
+		t.Fatalf("compiling %s schema: %v", name, err)
+	}
+	schemaCache[name] = s
+	return s
+}
+
+// call runs a tool the way the pipeline does: schema, Validate,
+// CheckPermission, Run.
+func call(t testing.TB, tools map[string]tool.Tool, env tool.Env, name string, input any) outcome {
+	t.Helper()
+	tl, ok := tools[name]
+	if !ok {
+		t.Fatalf("no tool %s", name)
+	}
+	raw, err := json.Marshal(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compiled(t, tl).Validate(inst); err != nil {
+		return outcome{schemaErr: err}
+	}
+	c := &tool.Call{ID: "c1", Name: name, Input: raw, Env: env}
+	ctx := context.Background()
+	if err := tl.Validate(ctx, c); err != nil {
+		return outcome{validateErr: err}
+	}
+	acc, err := tl.CheckPermission(ctx, c)
+	if err != nil {
+		t.Fatalf("CheckPermission after a passed Validate: %v", err)
+	}
+	res, err := tl.Run(ctx, c, func(string) {})
+	if err != nil {
+		return outcome{access: acc, runErr: err}
+	}
+	return outcome{access: acc, res: res}
+}
+
+// mustOK fails the test unless the call succeeded.
+func mustOK(t testing.TB, o outcome) outcome {
+	t.Helper()
+	if o.failed() {
+		t.Fatalf("call failed: %s", o.text())
+	}
+	return o
+}
+
+// mustFail fails the test unless the call failed with a text containing every want.
+func mustFail(t testing.TB, o outcome, want ...string) {
+	t.Helper()
+	if !o.failed() {
+		t.Fatalf("call succeeded, want an error containing %q; got %q", want, o.text())
+	}
+	for _, w := range want {
+		if !strings.Contains(o.text(), w) {
+			t.Fatalf("error %q does not contain %q", o.text(), w)
+		}
+	}
+}
+
+// mustContain fails the test unless s contains every want.
+func mustContain(t testing.TB, s string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(s, w) {
+			t.Fatalf("result does not contain %q:\n%s", w, s)
+		}
+	}
+}
+
+// server is a local HTTP server that counts its requests.
+type server struct {
+	*httptest.Server
+	hits atomic.Int64
+}
+
+func newServer(t *testing.T, h http.Handler) *server {
+	t.Helper()
+	s := &server{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.hits.Add(1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
