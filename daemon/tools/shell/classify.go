@@ -3,6 +3,7 @@ package shell
 import (
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -57,9 +58,38 @@ type arg struct {
 	Splits bool
 }
 
+// classCache remembers the classes of recent commands: the pipeline asks for
+// a call's attributes, permission and run in turn, and parsing is the
+// larger part of that work. Classes are never modified once made.
+var classCache = struct {
+	mu sync.Mutex // guards m
+	m  map[string]class
+}{m: map[string]class{}}
+
+// classCacheSize bounds classCache; when full it is emptied.
+const classCacheSize = 256
+
 // classify parses command (bash syntax) and classifies it. It never fails:
 // a command that does not parse is neither read-only nor known safe.
 func classify(command string) class {
+	classCache.mu.Lock()
+	c, ok := classCache.m[command]
+	classCache.mu.Unlock()
+	if ok {
+		return c
+	}
+	c = parseClass(command)
+	classCache.mu.Lock()
+	if len(classCache.m) >= classCacheSize {
+		clear(classCache.m)
+	}
+	classCache.m[command] = c
+	classCache.mu.Unlock()
+	return c
+}
+
+// parseClass is classify without the cache.
+func parseClass(command string) class {
 	if len(command) > maxClassifyChars || strings.TrimSpace(command) == "" {
 		return class{Destructive: len(command) <= 1<<20 && fallbackDestructive(command)}
 	}
