@@ -130,7 +130,8 @@ type Loader struct {
 	files   map[string]*fileEntry // by path
 	gen     uint64                // bumped whenever a file's content or problem changes
 	merged  map[string]*mergedEntry
-	dirs    map[string]bool // directories of every source consulted so far
+	dirs    map[string]bool         // directories of every source consulted so far
+	sources map[string]*loadSources // by project directory, bounded
 	running bool
 	addReq  chan chan struct{} // Load asks a running Run to watch new dirs; nil when not running
 	done    chan struct{}      // closed when Run ends; nil when not running
@@ -205,6 +206,7 @@ func NewLoader(opts *Options) *Loader {
 		files:   map[string]*fileEntry{},
 		merged:  map[string]*mergedEntry{},
 		dirs:    map[string]bool{},
+		sources: map[string]*loadSources{},
 	}
 }
 
@@ -241,15 +243,19 @@ func (l *Loader) Sources(projectDir string) []Source {
 // in force. A missing file contributes nothing. Load is cheap when no file
 // changed: it returns the same *Settings.
 func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
-	srcs := l.Sources(projectDir)
 	l.mu.Lock()
+	ls := l.sourcesLocked(projectDir)
+	srcs := ls.srcs
 	newDirs := false
-	for _, s := range srcs {
-		d := filepath.Dir(s.Path)
-		if !l.dirs[d] {
-			l.dirs[d] = true
-			newDirs = true
+	if !ls.watched {
+		for _, s := range srcs {
+			d := filepath.Dir(s.Path)
+			if !l.dirs[d] {
+				l.dirs[d] = true
+				newDirs = true
+			}
 		}
+		ls.watched = true
 	}
 	for _, s := range srcs {
 		l.refreshLocked(s.Path)
@@ -260,14 +266,10 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 			problems = append(problems, *p)
 		}
 	}
-	key := ""
-	for _, s := range srcs {
-		key += s.Path + "\x00"
-	}
-	m := l.merged[key]
+	m := l.merged[ls.key]
 	if m == nil || m.gen != l.gen {
 		m = &mergedEntry{gen: l.gen, settings: l.mergeLocked(srcs)}
-		l.merged[key] = m
+		l.merged[ls.key] = m
 	}
 	addReq, done := l.addReq, l.done
 	l.mu.Unlock()
@@ -286,6 +288,30 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 		}
 	}
 	return m.settings, problems
+}
+
+// loadSources is the source list of one project directory, as Load uses it.
+type loadSources struct {
+	srcs    []Source
+	key     string // the paths joined: the key of merged
+	watched bool   // their directories were added to dirs
+}
+
+// sourcesLocked returns the (cached) source list of projectDir: it depends
+// only on the directory and the options, and Load runs at every turn.
+func (l *Loader) sourcesLocked(projectDir string) *loadSources {
+	if ls := l.sources[projectDir]; ls != nil {
+		return ls
+	}
+	if len(l.sources) >= 1024 {
+		clear(l.sources)
+	}
+	ls := &loadSources{srcs: l.Sources(projectDir)}
+	for _, s := range ls.srcs {
+		ls.key += s.Path + "\x00"
+	}
+	l.sources[projectDir] = ls
+	return ls
 }
 
 // refreshLocked brings the cache entry of path up to date with the file.

@@ -67,9 +67,15 @@ type Turn struct {
 	ClientID string
 	// Calls are the model's tool calls, in order. An empty call id is assigned.
 	Calls []event.CallInfo
-	// PermissionMode is the mode for this turn. "" means the session's mode
-	// when the session has a PermissionMode() string method, else default.
+	// PermissionMode is the mode for this turn. "" means ResolveMode's
+	// answer, else the session's mode when the session has a
+	// PermissionMode() string method, else default.
 	PermissionMode string
+	// ResolveMode, if set, gives the mode when PermissionMode is "". It is
+	// called at most once per turn, and only when a permission decision
+	// depends on the mode (not for read-only calls inside the working
+	// directories).
+	ResolveMode func() string
 	// PermissionTimeout overrides Options.PermissionTimeout when positive.
 	PermissionTimeout time.Duration
 }
@@ -255,8 +261,16 @@ func (d *Dispatcher) Activity() (running int, ended uint64) {
 // still running or waiting; their results say so. Results are written to the
 // session log even when ctx is done.
 func (d *Dispatcher) RunTurn(ctx context.Context, s Session, t Turn) []*event.Result {
-	if m, ok := s.(interface{ PermissionMode() string }); ok && t.PermissionMode == "" {
-		t.PermissionMode = m.PermissionMode()
+	if t.PermissionMode == "" {
+		resolve := t.ResolveMode
+		if resolve == nil {
+			if m, ok := s.(interface{ PermissionMode() string }); ok {
+				resolve = m.PermissionMode
+			}
+		}
+		if resolve != nil {
+			t.ResolveMode = sync.OnceValue(resolve)
+		}
 	}
 	tr := d.startTurn(ctx, s.ID(), &t)
 	defer d.endTurn(tr)
@@ -586,7 +600,7 @@ func (d *Dispatcher) decide(ctx context.Context, t *Turn, canonical string, attr
 		}
 		return permission.Decision{Verdict: permission.Deny, Reason: fmt.Sprintf("Permission to use %s has been denied by a PreToolUse hook: %s", canonical, reason)}
 	}
-	dec := d.policy.Decide(ctx, permission.Request{Tool: canonical, Mode: t.PermissionMode, Attrs: attrs, Access: access})
+	dec := d.policy.Decide(ctx, permission.Request{Tool: canonical, Mode: t.PermissionMode, ModeFunc: t.ResolveMode, Attrs: attrs, Access: access})
 	switch dec.Verdict {
 	case permission.Allow, permission.Ask:
 	default: // deny, or anything unknown: fail closed

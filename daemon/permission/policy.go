@@ -52,8 +52,11 @@ func ValidMode(m string) bool {
 type Request struct {
 	// Tool is the tool's canonical name.
 	Tool string
-	// Mode is the session's permission mode for this turn ("" = default).
-	Mode string
+	// Mode is the session's permission mode for this turn. When it is "",
+	// ModeFunc (if set) gives it: resolving the mode reads settings, so a
+	// policy asks for it only when the decision depends on it.
+	Mode     string
+	ModeFunc func() string
 	// Attrs are the tool's attributes for this input.
 	Attrs tool.Attributes
 	// Access is what the call touches, from the tool's CheckPermission.
@@ -62,6 +65,18 @@ type Request struct {
 
 // Decision is a policy's answer. Reason says why, in words for a person (ask)
 // or the model (deny).
+// EffectiveMode is Mode, else what ModeFunc returns, else default.
+func (r Request) EffectiveMode() string {
+	m := r.Mode
+	if m == "" && r.ModeFunc != nil {
+		m = r.ModeFunc()
+	}
+	if m == "" {
+		m = ModeDefault
+	}
+	return m
+}
+
 type Decision struct {
 	Verdict Verdict
 	Reason  string
@@ -83,18 +98,15 @@ func NewInterimPolicy() Policy { return interim{} }
 type interim struct{}
 
 func (interim) Decide(_ context.Context, r Request) Decision {
-	mode := r.Mode
-	if mode == "" {
-		mode = ModeDefault
+	if r.Attrs.ReadOnly && !r.Attrs.Interactive && insideWorkingDirs(r.Access) {
+		return Decision{Allow, "read-only, inside the working directories"}
 	}
+	mode := r.EffectiveMode()
 	if r.Attrs.Interactive {
 		if mode == ModeDontAsk {
 			return Decision{Deny, fmt.Sprintf("%s needs a person, and the permission mode is dontAsk", r.Tool)}
 		}
 		return Decision{Ask, fmt.Sprintf("%s needs a person", r.Tool)}
-	}
-	if r.Attrs.ReadOnly && insideWorkingDirs(r.Access) {
-		return Decision{Allow, "read-only, inside the working directories"}
 	}
 	switch mode {
 	case ModeBypassPermissions:

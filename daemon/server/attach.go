@@ -342,7 +342,12 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		defer a.srv.turns.Done()
 		// The settings are read at every turn, so an edited settings file
 		// applies to the next batch without a restart.
-		turn.PermissionMode = a.srv.turnMode(sess, turn.ID, turn.PermissionMode)
+		// The mode is resolved (and settings problems reported) only when a
+		// permission decision needs it: a read-only call inside the working
+		// directories reads no settings.
+		override := turn.PermissionMode
+		turn.PermissionMode = ""
+		turn.ResolveMode = func() string { return a.srv.turnMode(sess, turn.ID, override) }
 		results := a.srv.disp.RunTurn(a.srv.turnCtx, sess, turn)
 		log.Debug("batch done", "session", sess.ID(), "turn", turn.ID, "results", len(results))
 	}()

@@ -106,7 +106,7 @@ func (s *Server) sessionProto(in session.Info) *tacklev1.Session {
 // turn's notices and reports changed settings problems (see reportProblems).
 func (s *Server) turnMode(sess *session.Session, turnID, override string) string {
 	s.settingsMu.Lock()
-	r := s.resolve(sess.Cwd(), sess.PermissionMode(), override)
+	r := s.resolve(sess.Root(), sess.PermissionMode(), override)
 	s.reportProblemsLocked(sess, turnID, r.problems)
 	s.settingsMu.Unlock()
 	for _, n := range r.notes {
@@ -121,7 +121,7 @@ func (s *Server) turnMode(sess *session.Session, turnID, override string) string
 func (s *Server) CheckSettings() {
 	for _, sess := range s.sessions.Loaded() {
 		s.settingsMu.Lock()
-		r := s.resolve(sess.Cwd(), "", "")
+		r := s.resolve(sess.Root(), "", "")
 		s.reportProblemsLocked(sess, "", r.problems)
 		s.settingsMu.Unlock()
 	}
@@ -138,7 +138,7 @@ func (s *Server) reportProblemsLocked(sess *session.Session, turnID string, prob
 	}
 	if key == "" {
 		delete(s.reported, sess.ID())
-		s.log.Info("settings problems resolved", "session", sess.ID(), "cwd", sess.Cwd())
+		s.log.Info("settings problems resolved", "session", sess.ID(), "cwd", sess.Root())
 		s.notice(sess, turnID, "the settings problems reported before are fixed: the current settings files are in force")
 		return
 	}

@@ -146,6 +146,14 @@ func (s *Session) Cwd() string {
 	return currentDir(s.row)
 }
 
+// Root returns the session's root directory (Info.Cwd): the project whose
+// settings apply, and the first working directory. It never moves.
+func (s *Session) Root() string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.row.Cwd
+}
+
 func currentDir(r store.SessionRow) string {
 	if r.CurrentDir != "" {
 		return r.CurrentDir
