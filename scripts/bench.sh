@@ -10,6 +10,7 @@ out=tmp/bench.txt
 run() { go test -run '^$' -count=1 "$@" | tee -a "$out"; }
 run -bench 'EchoProcess|ReadProcess' -benchtime 3000x -count 3 ./integration/
 run -bench 'BashTrue' -benchtime 1000x -count 3 ./integration/
+run -bench 'BashGigabyte' -benchtime 1x ./daemon/tools/shell/
 run -bench 'StatusCLI' -benchtime 200x ./integration/
 run -bench 'IdleRSS' -benchtime 1000x ./integration/
 run -bench 'Goroot' -benchtime 5x ./daemon/tools/search/
@@ -58,6 +59,9 @@ p, s = g("BenchmarkParallelBatch", "ns/op"), g("BenchmarkSerialBatch", "ns/op")
 if p and s:
     rows.append(("10 concurrency-safe calls of 100 ms in one batch", f"{p/1e6:.0f} ms", "100 ms (one call)", f"{p/1e8:.2f}", "≤ 130 ms"))
     rows.append(("10 unsafe calls of 100 ms in one batch", f"{s/1e6:.0f} ms", "1000 ms (ten calls)", f"{s/1e9:.2f}", "≥ 1 s"))
+if g("BenchmarkBashGigabyte", "MB/s"):
+    rows.append(("Bash printing 1 GB: throughput to the output file / peak RSS growth",
+                 f"{g('BenchmarkBashGigabyte','MB/s'):.0f} MB/s / {g('BenchmarkBashGigabyte','peak-RSS-growth-MB'):.1f} MB", "", "", "≥ 300 MB/s / ≤ 64 MB"))
 if g("BenchmarkIdleRSS", "fresh-MB"):
     rows.append(("Idle daemon RSS: fresh / idle again after a batch of 1000 Reads (peak during it)",
                  f"{g('BenchmarkIdleRSS','fresh-MB'):.1f} / {g('BenchmarkIdleRSS','idle-MB'):.1f} MB ({g('BenchmarkIdleRSS','after-MB'):.1f})", "", "", "≤ 30 MB"))
