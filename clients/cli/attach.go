@@ -26,118 +26,110 @@ shown; --from SEQ first replays every stored event with seq >= SEQ. With
 the snapshot (type "snapshot").`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sid, err := a.resolveSession(ctx, c, &sf)
-			if err != nil {
-				return err
-			}
-			// On a terminal, attach answers permission requests too.
-			interactive := !asJSON && isTerminal(a.stdin)
-			role := tacklev1.Role_ROLE_OBSERVER
-			if interactive {
-				role = tacklev1.Role_ROLE_CONTROLLER
-			}
-			s, err := c.Attach(ctx, role)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				// On a terminal, attach answers permission requests too.
+				interactive := !asJSON && isTerminal(a.stdin)
+				role := tacklev1.Role_ROLE_OBSERVER
+				if interactive {
+					role = tacklev1.Role_ROLE_CONTROLLER
 				}
-				return err
-			}
-			defer s.Close()
-			snap, err := s.Subscribe(sid, from, !cmd.Flags().Changed("from"))
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				return err
-			}
-			if err := a.printSnapshot(snap, asJSON); err != nil {
-				return err
-			}
-			var prompt *prompter
-			if interactive {
-				prompt = newPrompter(a, s, sid)
-				for _, p := range snap.GetPendingPermissions() {
-					prompt.requested(p)
-				}
-			}
-
-			type item struct {
-				m   *tacklev1.ServerMessage
-				err error
-			}
-			msgs := make(chan item)
-			recvDone, stopRecv := context.WithCancel(ctx)
-			defer stopRecv()
-			go func() {
-				defer close(msgs)
-				for m, err := range s.Messages() {
-					select {
-					case msgs <- item{m, err}:
-					case <-recvDone.Done():
-						return
-					}
-				}
-			}()
-			for {
-				var it item
-				var ok bool
-				select {
-				case <-ctx.Done():
-					return nil
-				case line := <-prompt.input():
-					if err := prompt.answer(line); err != nil {
-						return err
-					}
-					continue
-				case it, ok = <-msgs:
-				}
-				if !ok {
-					break
-				}
-				if it.err != nil {
+				s, err := c.Attach(ctx, role)
+				if err != nil {
 					if ctx.Err() != nil {
 						return nil
 					}
-					return fmt.Errorf("receiving events: %w", it.err)
+					return err
 				}
-				switch m := it.m.GetMsg().(type) {
-				case *tacklev1.ServerMessage_Event:
-					if err := a.printEvent(m.Event, asJSON); err != nil {
-						return err
+				defer s.Close()
+				snap, err := s.Subscribe(sid, from, !cmd.Flags().Changed("from"))
+				if err != nil {
+					if ctx.Err() != nil {
+						return nil
 					}
-					if prompt != nil {
-						switch m.Event.GetType() {
-						case "permission_requested":
-							prompt.requested(m.Event.GetPermission())
-						case "permission_resolved":
-							prompt.resolved(m.Event.GetResolution())
+					return err
+				}
+				if err := a.printSnapshot(snap, asJSON); err != nil {
+					return err
+				}
+				var prompt *prompter
+				if interactive {
+					prompt = newPrompter(a, s, sid)
+					for _, p := range snap.GetPendingPermissions() {
+						prompt.requested(p)
+					}
+				}
+
+				type item struct {
+					m   *tacklev1.ServerMessage
+					err error
+				}
+				msgs := make(chan item)
+				recvDone, stopRecv := context.WithCancel(ctx)
+				defer stopRecv()
+				go func() {
+					defer close(msgs)
+					for m, err := range s.Messages() {
+						select {
+						case msgs <- item{m, err}:
+						case <-recvDone.Done():
+							return
 						}
 					}
-				case *tacklev1.ServerMessage_Error:
-					se := client.NewStreamError(m.Error)
-					if se.ResubscribeFromSeq == 0 {
-						fmt.Fprintf(a.stderr, "tackle: daemon: %v\n", se)
+				}()
+				for {
+					var it item
+					var ok bool
+					select {
+					case <-ctx.Done():
+						return nil
+					case line := <-prompt.input():
+						if err := prompt.answer(line); err != nil {
+							return err
+						}
 						continue
+					case it, ok = <-msgs:
 					}
-					// We fell behind; the log has everything: continue from there.
-					sub := &tacklev1.Subscribe{SessionId: sid, FromSeq: se.ResubscribeFromSeq}
-					if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
-						return fmt.Errorf("subscribing again: %w", err)
+					if !ok {
+						break
 					}
+					if it.err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
+						return fmt.Errorf("receiving events: %w", it.err)
+					}
+					switch m := it.m.GetMsg().(type) {
+					case *tacklev1.ServerMessage_Event:
+						if err := a.printEvent(m.Event, asJSON); err != nil {
+							return err
+						}
+						if prompt != nil {
+							switch m.Event.GetType() {
+							case "permission_requested":
+								prompt.requested(m.Event.GetPermission())
+							case "permission_resolved":
+								prompt.resolved(m.Event.GetResolution())
+							}
+						}
+					case *tacklev1.ServerMessage_Error:
+						se := client.NewStreamError(m.Error)
+						if se.ResubscribeFromSeq == 0 {
+							fmt.Fprintf(a.stderr, "tackle: daemon: %v\n", se)
+							continue
+						}
+						// We fell behind; the log has everything: continue from there.
+						sub := &tacklev1.Subscribe{SessionId: sid, FromSeq: se.ResubscribeFromSeq}
+						if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
+							return fmt.Errorf("subscribing again: %w", err)
+						}
+					}
+					// A snapshot after resubscribing adds nothing the events do not tell.
 				}
-				// A snapshot after resubscribing adds nothing the events do not tell.
-			}
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("the daemon ended the stream: %w", client.ErrUnavailable)
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("the daemon ended the stream: %w", client.ErrUnavailable)
+			})
 		}),
 	}
 	sf.register(cmd)

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -60,45 +62,37 @@ one is, 2 for usage or connection errors.`,
 				}
 				calls[i] = &tacklev1.ToolCall{Id: id, Name: it.Name, InputJson: input}
 			}
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sid, err := a.resolveSession(ctx, c, &f.sessionFlags)
-			if err != nil {
-				return err
-			}
-			results, err := a.runTurn(ctx, c, sid, calls, &f, false)
-			if err != nil {
-				return err
-			}
-			anyError := false
-			for _, r := range results {
-				anyError = anyError || r.GetIsError()
-			}
-			if f.asJSON {
-				out := make([]*resultJSON, len(results))
-				for i, r := range results {
-					out[i] = resultToJSON(r)
-				}
-				if err := a.printJSON(out); err != nil {
+			return a.withSession(cmd, &f.sessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
+				results, err := a.runTurn(ctx, c, sid, calls, &f, false)
+				if err != nil {
 					return err
 				}
-			} else {
-				for i, r := range results {
-					if i > 0 {
-						fmt.Fprintln(a.stdout)
-					}
-					fmt.Fprintf(a.stdout, "── %s %s: %s (%d ms)\n", r.GetName(), r.GetId(), r.GetStatus(), r.GetDurationMs())
-					a.printResult(r)
+				anyError := false
+				for _, r := range results {
+					anyError = anyError || r.GetIsError()
 				}
-			}
-			if anyError {
-				return &exitError{code: ExitError}
-			}
-			return nil
+				if f.asJSON {
+					out := make([]*resultJSON, len(results))
+					for i, r := range results {
+						out[i] = resultToJSON(r)
+					}
+					if err := a.printJSON(out); err != nil {
+						return err
+					}
+				} else {
+					for i, r := range results {
+						if i > 0 {
+							fmt.Fprintln(a.stdout)
+						}
+						fmt.Fprintf(a.stdout, "── %s %s: %s (%d ms)\n", r.GetName(), r.GetId(), r.GetStatus(), r.GetDurationMs())
+						a.printResult(r)
+					}
+				}
+				if anyError {
+					return &exitError{code: ExitError}
+				}
+				return nil
+			})
 		}),
 	}
 	f.register(cmd)

@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -41,33 +43,25 @@ invalid result. Exit status: 0 when the result is not an error, 1 when it is,
 					}
 				}
 			}
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sid, err := a.resolveSession(ctx, c, &f.sessionFlags)
-			if err != nil {
-				return err
-			}
-			calls := []*tacklev1.ToolCall{{Id: newID("call_"), Name: args[0], InputJson: input}}
-			results, err := a.runTurn(ctx, c, sid, calls, &f, stdinFree)
-			if err != nil {
-				return err
-			}
-			r := results[0]
-			if f.asJSON {
-				if err := a.printJSON(resultToJSON(r)); err != nil {
+			return a.withSession(cmd, &f.sessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
+				calls := []*tacklev1.ToolCall{{Id: newID("call_"), Name: args[0], InputJson: input}}
+				results, err := a.runTurn(ctx, c, sid, calls, &f, stdinFree)
+				if err != nil {
 					return err
 				}
-			} else {
-				a.printResult(r)
-			}
-			if r.GetIsError() {
-				return &exitError{code: ExitError}
-			}
-			return nil
+				r := results[0]
+				if f.asJSON {
+					if err := a.printJSON(resultToJSON(r)); err != nil {
+						return err
+					}
+				} else {
+					a.printResult(r)
+				}
+				if r.GetIsError() {
+					return &exitError{code: ExitError}
+				}
+				return nil
+			})
 		}),
 	}
 	f.register(cmd)

@@ -198,6 +198,30 @@ func (a *app) dial(ctx context.Context) (*client.Client, error) {
 	})
 }
 
+// withClient dials the daemon (starting one unless --no-autostart), runs f
+// with the command's context and the client, and closes the client.
+func (a *app) withClient(cmd *cobra.Command, f func(ctx context.Context, c *client.Client) error) error {
+	ctx := cmd.Context()
+	c, err := a.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return f(ctx, c)
+}
+
+// withSession is withClient for a command about one session: f gets the
+// session that sf chooses (see resolveSession).
+func (a *app) withSession(cmd *cobra.Command, sf *sessionFlags, f func(ctx context.Context, c *client.Client, sid string) error) error {
+	return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+		sid, err := a.resolveSession(ctx, c, sf)
+		if err != nil {
+			return err
+		}
+		return f(ctx, c, sid)
+	})
+}
+
 // absDir makes a --cwd value absolute ("" = the current directory).
 func absDir(dir string) (string, error) {
 	if dir == "" {

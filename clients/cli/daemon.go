@@ -34,18 +34,14 @@ func (a *app) daemonCommand() *cobra.Command {
 		Short: "Start the daemon unless one answers, and print its pid",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			st, err := c.Status(ctx)
-			if err != nil {
-				return fmt.Errorf("asking the daemon for its status: %w", err)
-			}
-			fmt.Fprintf(a.stdout, "tackled running, pid %d, socket %s\n", st.GetPid(), c.Socket())
-			return nil
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				st, err := c.Status(ctx)
+				if err != nil {
+					return fmt.Errorf("asking the daemon for its status: %w", err)
+				}
+				fmt.Fprintf(a.stdout, "tackled running, pid %d, socket %s\n", st.GetPid(), c.Socket())
+				return nil
+			})
 		}),
 	})
 	return cmd

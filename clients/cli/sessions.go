@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -46,21 +48,17 @@ func (a *app) sessionsNewCommand() *cobra.Command {
 				}
 				req.AdditionalDirectories = append(req.AdditionalDirectories, abs)
 			}
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			resp, err := c.CreateSession(ctx, req)
-			if err != nil {
-				return fmt.Errorf("creating a session: %w", err)
-			}
-			if asJSON {
-				return a.printJSON(sessionToJSON(resp.GetSession()))
-			}
-			fmt.Fprintln(a.stdout, resp.GetSession().GetId())
-			return nil
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.CreateSession(ctx, req)
+				if err != nil {
+					return fmt.Errorf("creating a session: %w", err)
+				}
+				if asJSON {
+					return a.printJSON(sessionToJSON(resp.GetSession()))
+				}
+				fmt.Fprintln(a.stdout, resp.GetSession().GetId())
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory (default: the current directory)")
@@ -78,30 +76,26 @@ func (a *app) sessionsListCommand() *cobra.Command {
 		Short:   "List sessions, newest first",
 		Args:    cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			list, err := c.ListSessions(ctx)
-			if err != nil {
-				return fmt.Errorf("listing sessions: %w", err)
-			}
-			if asJSON {
-				out := make([]*sessionJSON, 0, len(list))
-				for _, s := range list {
-					out = append(out, sessionToJSON(s))
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				list, err := c.ListSessions(ctx)
+				if err != nil {
+					return fmt.Errorf("listing sessions: %w", err)
 				}
-				return a.printJSON(out)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tMODE\tEVENTS\tUPDATED\tCWD")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.GetId(), modeName(s.GetPermissionMode()), s.GetLastSeq(),
-					s.GetUpdatedAt().AsTime().Local().Format("2006-01-02 15:04"), s.GetCwd())
-			}
-			return tw.Flush()
+				if asJSON {
+					out := make([]*sessionJSON, 0, len(list))
+					for _, s := range list {
+						out = append(out, sessionToJSON(s))
+					}
+					return a.printJSON(out)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tMODE\tEVENTS\tUPDATED\tCWD")
+				for _, s := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.GetId(), modeName(s.GetPermissionMode()), s.GetLastSeq(),
+						s.GetUpdatedAt().AsTime().Local().Format("2006-01-02 15:04"), s.GetCwd())
+				}
+				return tw.Flush()
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
@@ -115,21 +109,17 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 		Short: "Show one session",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			s, err := c.GetSession(ctx, args[0])
-			if err != nil {
-				return fmt.Errorf("showing session %s: %w", args[0], err)
-			}
-			if asJSON {
-				return a.printJSON(sessionToJSON(s))
-			}
-			a.printSession(s)
-			return nil
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				s, err := c.GetSession(ctx, args[0])
+				if err != nil {
+					return fmt.Errorf("showing session %s: %w", args[0], err)
+				}
+				if asJSON {
+					return a.printJSON(sessionToJSON(s))
+				}
+				a.printSession(s)
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
@@ -174,18 +164,14 @@ func (a *app) sessionsRmCommand() *cobra.Command {
 		Short:   "Remove sessions with their events and outputs",
 		Args:    cobra.MinimumNArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			for _, id := range args {
-				if err := c.DeleteSession(ctx, id); err != nil {
-					return fmt.Errorf("removing session %s: %w", id, err)
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				for _, id := range args {
+					if err := c.DeleteSession(ctx, id); err != nil {
+						return fmt.Errorf("removing session %s: %w", id, err)
+					}
 				}
-			}
-			return nil
+				return nil
+			})
 		}),
 	}
 }

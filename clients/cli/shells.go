@@ -36,30 +36,22 @@ func (a *app) shellsListCommand() *cobra.Command {
 		Short:   "List a session's background shells, oldest first",
 		Args:    cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sid, err := a.resolveSession(ctx, c, &sf)
-			if err != nil {
-				return err
-			}
-			list, err := c.ListShells(ctx, sid)
-			if err != nil {
-				return fmt.Errorf("listing the shells of session %s: %w", sid, err)
-			}
-			if asJSON {
-				return a.printJSON(shellsToJSON(list))
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tSTATUS\tOUTPUT\tSTARTED\tCOMMAND")
-			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.GetId(), shellState(s), byteCount(s.GetOutputBytes()),
-					s.GetStarted().AsTime().Local().Format("15:04:05"), oneLine(s.GetCommand()))
-			}
-			return tw.Flush()
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				list, err := c.ListShells(ctx, sid)
+				if err != nil {
+					return fmt.Errorf("listing the shells of session %s: %w", sid, err)
+				}
+				if asJSON {
+					return a.printJSON(shellsToJSON(list))
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSTATUS\tOUTPUT\tSTARTED\tCOMMAND")
+				for _, s := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.GetId(), shellState(s), byteCount(s.GetOutputBytes()),
+						s.GetStarted().AsTime().Local().Format("15:04:05"), oneLine(s.GetCommand()))
+				}
+				return tw.Flush()
+			})
 		}),
 	}
 	sf.register(cmd)
@@ -77,25 +69,17 @@ func (a *app) shellsKillCommand() *cobra.Command {
 		Short: "Kill a background shell (its whole process group)",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sid, err := a.resolveSession(ctx, c, &sf)
-			if err != nil {
-				return err
-			}
-			sh, err := c.KillShell(ctx, sid, args[0])
-			if err != nil {
-				return fmt.Errorf("killing shell %s of session %s: %w", args[0], sid, err)
-			}
-			if asJSON {
-				return a.printJSON(shellToJSON(sh))
-			}
-			fmt.Fprintf(a.stdout, "%s %s\n", sh.GetId(), shellState(sh))
-			return nil
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				sh, err := c.KillShell(ctx, sid, args[0])
+				if err != nil {
+					return fmt.Errorf("killing shell %s of session %s: %w", args[0], sid, err)
+				}
+				if asJSON {
+					return a.printJSON(shellToJSON(sh))
+				}
+				fmt.Fprintf(a.stdout, "%s %s\n", sh.GetId(), shellState(sh))
+				return nil
+			})
 		}),
 	}
 	sf.register(cmd)
@@ -124,33 +108,25 @@ leaves the shell running). Reading does not move the model's BashOutput
 cursor.`,
 		Args: cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			sid, err := a.resolveSession(ctx, c, &sf)
-			if err != nil {
-				return err
-			}
-			var wake <-chan struct{}
-			if follow {
-				w, stop, err := a.watchShell(ctx, c, sid, args[0])
-				if err != nil {
-					if ctx.Err() != nil {
-						return nil
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				var wake <-chan struct{}
+				if follow {
+					w, stop, err := a.watchShell(ctx, c, sid, args[0])
+					if err != nil {
+						if ctx.Err() != nil {
+							return nil
+						}
+						return err
 					}
-					return err
+					defer stop()
+					wake = w
 				}
-				defer stop()
-				wake = w
-			}
-			err = a.tail(ctx, c, sid, args[0], follow, wake)
-			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
-				return nil // interrupted
-			}
-			return err
+				err := a.tail(ctx, c, sid, args[0], follow, wake)
+				if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+					return nil // interrupted
+				}
+				return err
+			})
 		}),
 	}
 	sf.register(cmd)

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
 )
 
 // statusJSON is the --json shape of `tackle status`.
@@ -27,42 +29,38 @@ func (a *app) statusCommand() *cobra.Command {
 		Short: "Describe the running daemon (starting one if none answers)",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			st, err := c.Status(ctx)
-			if err != nil {
-				return fmt.Errorf("asking the daemon for its status: %w", err)
-			}
-			out := statusJSON{
-				Version:         st.GetVersion(),
-				BuildID:         st.GetBuildId(),
-				PID:             st.GetPid(),
-				Socket:          st.GetSocket(),
-				UptimeSeconds:   st.GetUptimeSeconds(),
-				Sessions:        st.GetSessions(),
-				Clients:         st.GetClients(),
-				ProtocolVersion: st.GetProtocolVersion(),
-				RSSBytes:        st.GetRssBytes(),
-			}
-			if out.Socket == "" {
-				out.Socket = c.Socket()
-			}
-			if asJSON {
-				return a.printJSON(out)
-			}
-			w := a.stdout
-			fmt.Fprintf(w, "tackled %s (build %s)\n", out.Version, out.BuildID)
-			fmt.Fprintf(w, "pid       %d\n", out.PID)
-			fmt.Fprintf(w, "socket    %s\n", out.Socket)
-			fmt.Fprintf(w, "uptime    %v\n", time.Duration(out.UptimeSeconds)*time.Second)
-			fmt.Fprintf(w, "sessions  %d\n", out.Sessions)
-			fmt.Fprintf(w, "clients   %d\n", out.Clients)
-			fmt.Fprintf(w, "memory    %.1f MB\n", float64(out.RSSBytes)/(1<<20))
-			return nil
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				st, err := c.Status(ctx)
+				if err != nil {
+					return fmt.Errorf("asking the daemon for its status: %w", err)
+				}
+				out := statusJSON{
+					Version:         st.GetVersion(),
+					BuildID:         st.GetBuildId(),
+					PID:             st.GetPid(),
+					Socket:          st.GetSocket(),
+					UptimeSeconds:   st.GetUptimeSeconds(),
+					Sessions:        st.GetSessions(),
+					Clients:         st.GetClients(),
+					ProtocolVersion: st.GetProtocolVersion(),
+					RSSBytes:        st.GetRssBytes(),
+				}
+				if out.Socket == "" {
+					out.Socket = c.Socket()
+				}
+				if asJSON {
+					return a.printJSON(out)
+				}
+				w := a.stdout
+				fmt.Fprintf(w, "tackled %s (build %s)\n", out.Version, out.BuildID)
+				fmt.Fprintf(w, "pid       %d\n", out.PID)
+				fmt.Fprintf(w, "socket    %s\n", out.Socket)
+				fmt.Fprintf(w, "uptime    %v\n", time.Duration(out.UptimeSeconds)*time.Second)
+				fmt.Fprintf(w, "sessions  %d\n", out.Sessions)
+				fmt.Fprintf(w, "clients   %d\n", out.Clients)
+				fmt.Fprintf(w, "memory    %.1f MB\n", float64(out.RSSBytes)/(1<<20))
+				return nil
+			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")

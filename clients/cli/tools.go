@@ -1,11 +1,13 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -20,7 +22,6 @@ func (a *app) toolsCommand() *cobra.Command {
 		Short: "List the tools of a session as the model sees them, with their attributes",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			req := &tacklev1.ListToolsRequest{All: all}
 			switch {
 			case sf.session != "":
@@ -34,28 +35,25 @@ func (a *app) toolsCommand() *cobra.Command {
 				}
 				req.Cwd = dir
 			}
-			c, err := a.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			tools, err := c.ListTools(ctx, req)
-			if err != nil {
-				return fmt.Errorf("listing tools: %w", err)
-			}
-			if asJSON {
-				out := make([]toolJSON, 0, len(tools))
-				for _, t := range tools {
-					out = append(out, toolToJSON(t))
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				tools, err := c.ListTools(ctx, req)
+				if err != nil {
+					return fmt.Errorf("listing tools: %w", err)
 				}
-				return a.printJSON(out)
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tATTRIBUTES\tDESCRIPTION")
-			for _, t := range tools {
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", t.GetName(), attrSummary(t), firstLine(t.GetDescription()))
-			}
-			return tw.Flush()
+				if asJSON {
+					out := make([]toolJSON, 0, len(tools))
+					for _, t := range tools {
+						out = append(out, toolToJSON(t))
+					}
+					return a.printJSON(out)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tATTRIBUTES\tDESCRIPTION")
+				for _, t := range tools {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.GetName(), attrSummary(t), firstLine(t.GetDescription()))
+				}
+				return tw.Flush()
+			})
 		}),
 	}
 	sf.register(cmd)

@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/store"
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
@@ -36,31 +37,14 @@ var ErrNotFound = errors.New("session not found")
 // relative cwd, a missing directory, an unknown permission mode).
 var ErrInvalid = errors.New("invalid session settings")
 
-// Permission modes a session may have.
-const (
-	ModeDefault           = "default"
-	ModeAcceptEdits       = "acceptEdits"
-	ModePlan              = "plan"
-	ModeDontAsk           = "dontAsk"
-	ModeBypassPermissions = "bypassPermissions"
-)
-
-// PermissionModes lists the valid permission modes.
-var PermissionModes = []string{ModeDefault, ModeAcceptEdits, ModePlan, ModeDontAsk, ModeBypassPermissions}
-
-// ValidateMode returns mode, or an error wrapping ErrInvalid that lists the
-// valid modes. The empty string is valid: it means "not set", and the
-// session follows the permissions.defaultMode of its settings.
-func ValidateMode(mode string) (string, error) {
-	if mode == "" {
-		return "", nil
+// validateMode returns mode, or an error wrapping ErrInvalid that lists the
+// valid modes (permission.Modes). The empty string is valid: it means "not
+// set", and the session follows the permissions.defaultMode of its settings.
+func validateMode(mode string) (string, error) {
+	if mode == "" || permission.ValidMode(mode) {
+		return mode, nil
 	}
-	for _, m := range PermissionModes {
-		if m == mode {
-			return mode, nil
-		}
-	}
-	return "", fmt.Errorf("%w: unknown permission mode %q (use one of %s)", ErrInvalid, mode, strings.Join(PermissionModes, ", "))
+	return "", fmt.Errorf("%w: unknown permission mode %q (use one of %s)", ErrInvalid, mode, strings.Join(permission.Modes, ", "))
 }
 
 // CreateOptions describes a new session.
@@ -70,7 +54,7 @@ type CreateOptions struct {
 	Cwd string
 	// AdditionalDirs are further working directories (absolute, or relative to Cwd).
 	AdditionalDirs []string
-	// PermissionMode is one of PermissionModes; empty means "not set": the
+	// PermissionMode is one of permission.Modes; empty means "not set": the
 	// session follows its settings' defaultMode (resolved by the server at
 	// every turn) and is stored as "".
 	PermissionMode string
@@ -197,7 +181,7 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (s *Session, crea
 			return nil, false, err
 		}
 	}
-	mode, err := ValidateMode(o.PermissionMode)
+	mode, err := validateMode(o.PermissionMode)
 	if err != nil {
 		return nil, false, err
 	}

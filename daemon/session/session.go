@@ -258,9 +258,9 @@ func (s *Session) ChangeCwd(dir string) error {
 }
 
 // SetPermissionMode changes the stored permission mode (one of
-// PermissionModes, or "" to follow the settings again).
+// permission.Modes, or "" to follow the settings again).
 func (s *Session) SetPermissionMode(mode string) error {
-	mode, err := ValidateMode(mode)
+	mode, err := validateMode(mode)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 )
 
 func ptr(s string) *string { return &s }
@@ -133,9 +134,9 @@ func TestEditingRules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newEnv(t)
+			env := tooltest.New(t)
 			tools := toolMap(nil)
-			f := env.path("f.txt")
+			f := env.Path("f.txt")
 			if tt.initial != nil {
 				writeFile(t, f, *tt.initial)
 			}
@@ -144,7 +145,7 @@ func TestEditingRules(t *testing.T) {
 				mustOK(t, call(t, tools, env, "Read", args{"file_path": f}))
 			case "partial":
 				mustOK(t, call(t, tools, env, "Read", args{"file_path": f, "offset": 2}))
-				if st, _ := env.state(f); !st.Partial {
+				if st, _ := env.FileState(f); !st.Partial {
 					t.Fatal("read with offset 2 was not recorded as partial")
 				}
 			}
@@ -155,9 +156,9 @@ func TestEditingRules(t *testing.T) {
 			if fp, ok := tt.input["file_path"].(string); ok {
 				switch {
 				case fp == ".":
-					input["file_path"] = env.cwd
+					input["file_path"] = env.Cwd()
 				case strings.HasPrefix(fp, "d/"):
-					f = env.path(fp)
+					f = env.Path(fp)
 					input["file_path"] = f
 				}
 			}
@@ -184,7 +185,7 @@ func TestEditingRules(t *testing.T) {
 				t.Errorf("access = %+v, want edit of %s inside the working dirs", o.access, f)
 			}
 			// The write recorded a full, fresh state: another edit needs no Read.
-			st, ok := env.state(f)
+			st, ok := env.FileState(f)
 			if !ok || st.Partial || st.Size != int64(len(tt.want)) {
 				t.Fatalf("state after the write = %+v (recorded %v)", st, ok)
 			}
@@ -194,9 +195,9 @@ func TestEditingRules(t *testing.T) {
 }
 
 func TestEditResultText(t *testing.T) {
-	env := newEnv(t)
+	env := tooltest.New(t)
 	tools := toolMap(nil)
-	f := env.path("a.go")
+	f := env.Path("a.go")
 	var lines []string
 	for i := range 20 {
 		lines = append(lines, "line"+string(rune('A'+i)))
@@ -213,19 +214,19 @@ func TestEditResultText(t *testing.T) {
 	if diff := cmp.Diff(wantDiff, o.res.Display); diff != "" {
 		t.Errorf("Display (-want +got):\n%s", diff)
 	}
-	o = mustOK(t, call(t, tools, env, "Write", args{"file_path": env.path("new.txt"), "content": "x\n"}))
-	if o.text() != "File created successfully at: "+env.path("new.txt") {
+	o = mustOK(t, call(t, tools, env, "Write", args{"file_path": env.Path("new.txt"), "content": "x\n"}))
+	if o.text() != "File created successfully at: "+env.Path("new.txt") {
 		t.Errorf("Write text = %q", o.text())
 	}
-	if !strings.HasPrefix(o.res.Display, "--- /dev/null\n+++ "+env.path("new.txt")+"\n@@ -0,0 +1 @@\n+x\n") {
+	if !strings.HasPrefix(o.res.Display, "--- /dev/null\n+++ "+env.Path("new.txt")+"\n@@ -0,0 +1 @@\n+x\n") {
 		t.Errorf("Write display = %q", o.res.Display)
 	}
 }
 
 func TestChangedSinceRead(t *testing.T) {
-	env := newEnv(t)
+	env := tooltest.New(t)
 	tools := toolMap(nil)
-	f := env.path("f.txt")
+	f := env.Path("f.txt")
 	writeFile(t, f, "one\ntwo\n")
 	mustOK(t, call(t, tools, env, "Read", args{"file_path": f}))
 
@@ -266,9 +267,9 @@ func TestChangedSinceRead(t *testing.T) {
 // TestChangedBetweenValidateAndRun: the file changes while the call waits for
 // permission; Run checks again and refuses.
 func TestChangedBetweenValidateAndRun(t *testing.T) {
-	env := newEnv(t)
+	env := tooltest.New(t)
 	tools := toolMap(nil)
-	f := env.path("f.txt")
+	f := env.Path("f.txt")
 	writeFile(t, f, "a\n")
 	mustOK(t, call(t, tools, env, "Read", args{"file_path": f}))
 	c := &tool.Call{ID: "1", Name: "Edit", Input: []byte(`{"file_path":"` + f + `","old_string":"a","new_string":"b"}`), Env: env}
@@ -283,9 +284,9 @@ func TestChangedBetweenValidateAndRun(t *testing.T) {
 }
 
 func TestModePreserved(t *testing.T) {
-	env := newEnv(t)
+	env := tooltest.New(t)
 	tools := toolMap(nil)
-	f := env.path("run.sh")
+	f := env.Path("run.sh")
 	writeFile(t, f, "#!/bin/sh\necho hi\n")
 	if err := os.Chmod(f, 0o751); err != nil {
 		t.Fatal(err)
@@ -301,7 +302,7 @@ func TestModePreserved(t *testing.T) {
 		t.Errorf("mode = %v, want 0751", fi.Mode().Perm())
 	}
 	// No temporary files are left behind.
-	entries, err := os.ReadDir(env.cwd)
+	entries, err := os.ReadDir(env.Cwd())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestModePreserved(t *testing.T) {
 }
 
 func TestSymlinks(t *testing.T) {
-	env := newEnv(t)
+	env := tooltest.New(t)
 	tools := toolMap(nil)
 	outside, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
@@ -319,7 +320,7 @@ func TestSymlinks(t *testing.T) {
 	}
 	target := filepath.Join(outside, "secret.txt")
 	writeFile(t, target, "secret\n")
-	link := env.path("link.txt")
+	link := env.Path("link.txt")
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +348,7 @@ func TestSymlinks(t *testing.T) {
 		t.Errorf("the link was replaced: %v, %v", fi, err)
 	}
 	// A new file under a linked directory resolves through the nearest existing parent.
-	dirLink := env.path("out")
+	dirLink := env.Path("out")
 	if err := os.Symlink(outside, dirLink); err != nil {
 		t.Fatal(err)
 	}
@@ -360,23 +361,23 @@ func TestSymlinks(t *testing.T) {
 		t.Errorf("access = %+v, want edit of %s outside", acc, want)
 	}
 	// Inside, through an additional working directory.
-	env.dirs = append(env.dirs, outside)
+	env.Dirs = append(env.Dirs, outside)
 	if acc, _ := tools["Write"].CheckPermission(t.Context(), c); !acc.InsideWorkingDirs {
 		t.Errorf("access = %+v, want inside the additional directory", acc)
 	}
 }
 
 func TestAttributes(t *testing.T) {
-	env := newEnv(t)
+	env := tooltest.New(t)
 	tools := toolMap(nil)
-	f := env.path("f")
+	f := env.Path("f")
 	writeFile(t, f, "x")
 	r := tools["Read"].Attributes(nil)
 	if !r.ReadOnly || !r.ConcurrencySafe || r.Destructive || r.MaxResultChars < 1<<30 || r.Origin != tool.OriginBuiltin {
 		t.Errorf("Read attributes = %+v", r)
 	}
 	for _, name := range []string{"Edit", "MultiEdit", "ReplaceLines", "Write"} {
-		a := tools[name].Attributes(mustJSON(t, args{"file_path": env.path("new")}))
+		a := tools[name].Attributes(mustJSON(t, args{"file_path": env.Path("new")}))
 		if a.ReadOnly || a.ConcurrencySafe || a.Destructive || a.Origin != tool.OriginBuiltin {
 			t.Errorf("%s attributes = %+v", name, a)
 		}

@@ -5,55 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 	"github.com/tackle-agent/tackle/daemon/tools/fs"
 )
-
-// fakeEnv is a session as the tools see it, and as the pipeline changes it.
-type fakeEnv struct {
-	cwd  string
-	dirs []string
-
-	mu    sync.Mutex // guards files
-	files map[string]tool.FileState
-}
-
-func newEnv(t *testing.T) *fakeEnv {
-	t.Helper()
-	dir, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &fakeEnv{cwd: dir, dirs: []string{dir}, files: map[string]tool.FileState{}}
-}
-
-func (e *fakeEnv) SessionID() string     { return "test" }
-func (e *fakeEnv) Cwd() string           { return e.cwd }
-func (e *fakeEnv) WorkingDirs() []string { return e.dirs }
-func (e *fakeEnv) Environ() []string     { return nil }
-func (e *fakeEnv) OutputDir() string     { return filepath.Join(e.cwd, ".outputs") }
-func (e *fakeEnv) FileState(p string) (tool.FileState, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	st, ok := e.files[p]
-	return st, ok
-}
-func (e *fakeEnv) RecordFile(st tool.FileState) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.files[st.Path] = st
-}
-func (e *fakeEnv) SetCwd(string)                         {}
-func (e *fakeEnv) SetTodos(json.RawMessage)              {}
-func (e *fakeEnv) path(name string) string               { return filepath.Join(e.cwd, name) }
-func (e *fakeEnv) forget(p string)                       { e.mu.Lock(); delete(e.files, p); e.mu.Unlock() }
-func (e *fakeEnv) state(p string) (tool.FileState, bool) { return e.FileState(p) }
 
 // outcome is what the pipeline would make of one call.
 type outcome struct {
@@ -117,7 +77,7 @@ func compiled(t testing.TB, tl tool.Tool) *jsonschema.Schema {
 
 // call runs a tool the way the pipeline does: schema, Validate,
 // CheckPermission, Run, then the Modifier.
-func call(t testing.TB, tools map[string]tool.Tool, env *fakeEnv, name string, input any) outcome {
+func call(t testing.TB, tools map[string]tool.Tool, env *tooltest.Env, name string, input any) outcome {
 	t.Helper()
 	tl, ok := tools[name]
 	if !ok {
@@ -147,9 +107,7 @@ func call(t testing.TB, tools map[string]tool.Tool, env *fakeEnv, name string, i
 	if err != nil {
 		return outcome{access: acc, runErr: err}
 	}
-	if res.Modifier != nil {
-		res.Modifier(env)
-	}
+	env.Apply(res)
 	return outcome{access: acc, res: res}
 }
 

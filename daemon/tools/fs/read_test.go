@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 	"github.com/tackle-agent/tackle/daemon/tools/fs"
 )
 
@@ -74,8 +75,8 @@ func TestRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			env := newEnv(t)
-			f := env.path("f")
+			env := tooltest.New(t)
+			f := env.Path("f")
 			writeFile(t, f, tt.content)
 			input := args{"file_path": f}
 			for k, v := range tt.input {
@@ -85,9 +86,9 @@ func TestRead(t *testing.T) {
 				switch fp {
 				case "rel.txt":
 				case ".":
-					input["file_path"] = env.cwd
+					input["file_path"] = env.Cwd()
 				default:
-					input["file_path"] = env.path(fp)
+					input["file_path"] = env.Path(fp)
 				}
 			}
 			opts := small
@@ -109,12 +110,12 @@ func TestRead(t *testing.T) {
 				}
 			}
 			if tt.err || strings.Contains(o.text(), "fewer than offset") {
-				if len(env.files) != 0 {
-					t.Errorf("read-state recorded for a failed read: %v", env.files)
+				if len(env.Files()) != 0 {
+					t.Errorf("read-state recorded for a failed read: %v", env.Files())
 				}
 				return
 			}
-			st, ok := env.state(f)
+			st, ok := env.FileState(f)
 			if !ok {
 				t.Fatalf("no read-state recorded for %s", f)
 			}
@@ -132,9 +133,9 @@ func TestRead(t *testing.T) {
 }
 
 func TestReadDefaults(t *testing.T) {
-	env := newEnv(t)
+	env := tooltest.New(t)
 	tools := toolMap(nil)
-	f := env.path("big.txt")
+	f := env.Path("big.txt")
 	var sb strings.Builder
 	for i := range 2500 {
 		fmt.Fprintf(&sb, "line %d\n", i+1)
@@ -183,13 +184,13 @@ func TestReadImages(t *testing.T) {
 	tools := toolMap(nil)
 	for mime, encode := range enc {
 		t.Run(mime, func(t *testing.T) {
-			env := newEnv(t)
+			env := tooltest.New(t)
 			var b bytes.Buffer
 			if err := encode(&b); err != nil {
 				t.Fatal(err)
 			}
 			// The name says nothing: content decides.
-			f := env.path("picture.bin")
+			f := env.Path("picture.bin")
 			writeFile(t, f, b.String())
 			o := mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": f}))
 			if len(o.res.Content) != 1 || o.res.Content[0].Type != "image" || o.res.Content[0].MimeType != mime {
@@ -201,19 +202,19 @@ func TestReadImages(t *testing.T) {
 		})
 	}
 	t.Run("too large", func(t *testing.T) {
-		env := newEnv(t)
+		env := tooltest.New(t)
 		var b bytes.Buffer
 		if err := png.Encode(&b, img); err != nil {
 			t.Fatal(err)
 		}
-		f := env.path("a.png")
+		f := env.Path("a.png")
 		writeFile(t, f, b.String())
 		o := call(t, toolMap(&fs.Options{MaxImageBytes: 10}), env, "Read", map[string]any{"file_path": f})
 		mustFail(t, o, "over the 10-byte limit")
 	})
 	t.Run("text named png", func(t *testing.T) {
-		env := newEnv(t)
-		f := env.path("a.png")
+		env := tooltest.New(t)
+		f := env.Path("a.png")
 		writeFile(t, f, "just text\n")
 		o := mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": f}))
 		if o.text() != numbered(1, "just text") {
@@ -223,8 +224,8 @@ func TestReadImages(t *testing.T) {
 }
 
 func TestReadNotRegular(t *testing.T) {
-	env := newEnv(t)
-	fifo := env.path("fifo")
+	env := tooltest.New(t)
+	fifo := env.Path("fifo")
 	if err := mkfifo(fifo); err != nil {
 		t.Skip("mkfifo:", err)
 	}
@@ -236,8 +237,8 @@ func TestReadHugeSparseFile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("creates a 2 GiB sparse file")
 	}
-	env := newEnv(t)
-	f := env.path("huge.log")
+	env := tooltest.New(t)
+	f := env.Path("huge.log")
 	var sb strings.Builder
 	for i := range 3000 {
 		fmt.Fprintf(&sb, "log line %d: something happened\n", i+1)
@@ -270,15 +271,15 @@ func TestReadHugeSparseFile(t *testing.T) {
 		"log line 2992: something happened", "log line 2993: something happened", "log line 2994: something happened") {
 		t.Errorf("offset read: got %q", o2.text())
 	}
-	st, _ := env.state(f)
+	st, _ := env.FileState(f)
 	if !st.Partial || st.Size != 2<<30 || st.Hash != "" {
 		t.Errorf("state = %+v, want partial, 2 GiB, no hash (over the hash limit)", st)
 	}
 }
 
 func TestReadCancelled(t *testing.T) {
-	env := newEnv(t)
-	f := env.path("f")
+	env := tooltest.New(t)
+	f := env.Path("f")
 	writeFile(t, f, strings.Repeat("line\n", 5000))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -291,8 +292,8 @@ func TestReadCancelled(t *testing.T) {
 // TestReadConcurrent runs reads of one file in parallel, as the pipeline
 // does with concurrency-safe calls (run it with -race).
 func TestReadConcurrent(t *testing.T) {
-	env := newEnv(t)
-	f := env.path("f")
+	env := tooltest.New(t)
+	f := env.Path("f")
 	writeFile(t, f, "a\nb\n")
 	tools := toolMap(nil)
 	var wg sync.WaitGroup
@@ -312,10 +313,8 @@ func TestReadConcurrent(t *testing.T) {
 // CheckPermission, Run and the Modifier (the pipeline's schema check is not
 // the tool's).
 func BenchmarkRead(b *testing.B) {
-	env := &fakeEnv{files: map[string]tool.FileState{}}
-	env.cwd = b.TempDir()
-	env.dirs = []string{env.cwd}
-	f := env.path("small.go")
+	env := tooltest.New(b)
+	f := env.Path("small.go")
 	var sb strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&sb, "\tx%d := compute(%d) // a typical line of source code\n", i, i)

@@ -3,26 +3,16 @@ package search
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
-
-// testEnv is a session rooted at one directory.
-type testEnv struct{ cwd string }
-
-func (e testEnv) SessionID() string                       { return "test" }
-func (e testEnv) Cwd() string                             { return e.cwd }
-func (e testEnv) WorkingDirs() []string                   { return []string{e.cwd} }
-func (e testEnv) Environ() []string                       { return os.Environ() }
-func (e testEnv) FileState(string) (tool.FileState, bool) { return tool.FileState{}, false }
-func (e testEnv) OutputDir() string                       { return os.TempDir() }
 
 // call runs a tool the way the pipeline does (Validate, then Run) and
 // returns the text of the result and whether it is an error.
@@ -32,7 +22,7 @@ func call(t testing.TB, tl tool.Tool, cwd string, input map[string]any) (string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &tool.Call{ID: "c1", Name: tl.Spec().Name, Input: raw, Env: testEnv{cwd: cwd}}
+	c := &tool.Call{ID: "c1", Name: tl.Spec().Name, Input: raw, Env: tooltest.At(cwd)}
 	if err := tl.Validate(context.Background(), c); err != nil {
 		return err.Error(), true
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 )
 
 func writeFiles(t *testing.T, root string, files map[string]string) {
@@ -202,7 +203,7 @@ func TestAttributesAndPermission(t *testing.T) {
 			{"/usr", "/usr", false},
 		} {
 			raw, _ := json.Marshal(map[string]any{"pattern": "*", "path": tc.path})
-			acc, err := tl.CheckPermission(context.Background(), &tool.Call{Input: raw, Env: testEnv{cwd: root}})
+			acc, err := tl.CheckPermission(context.Background(), &tool.Call{Input: raw, Env: tooltest.At(root)})
 			if err != nil {
 				t.Fatal(err)
 			}

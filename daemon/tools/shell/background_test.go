@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 )
 
 // startBackground starts a background shell and returns its id.
-func startBackground(t *testing.T, h *harness, env *fakeEnv, input map[string]any) string {
+func startBackground(t *testing.T, h *harness, env *tooltest.Env, input map[string]any) string {
 	t.Helper()
 	input["run_in_background"] = true
 	o := h.bash(t, env, input)
@@ -39,13 +41,13 @@ func mkfifo(t *testing.T, path string) {
 func TestBackgroundStartTailExit(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
-	mkfifo(t, filepath.Join(env.root, "ready"))
-	mkfifo(t, filepath.Join(env.root, "go"))
+	mkfifo(t, filepath.Join(env.Root, "ready"))
+	mkfifo(t, filepath.Join(env.Root, "go"))
 	id := startBackground(t, h, env, map[string]any{"command": `echo first; echo err >&2; echo > ready; read x < go; echo second; exit 3`})
 	if id != "bash_1" {
 		t.Errorf("first id %q", id)
 	}
-	if _, err := os.ReadFile(filepath.Join(env.root, "ready")); err != nil { // the shell printed its first lines
+	if _, err := os.ReadFile(filepath.Join(env.Root, "ready")); err != nil { // the shell printed its first lines
 		t.Fatal(err)
 	}
 	o := h.call(t, env, "BashOutput", map[string]any{"bash_id": id})
@@ -56,7 +58,7 @@ func TestBackgroundStartTailExit(t *testing.T) {
 	if o.text() != "<status>running</status>\n<output>(no new output)</output>" {
 		t.Errorf("second read: %q", o.text())
 	}
-	if err := os.WriteFile(filepath.Join(env.root, "go"), []byte("\n"), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(env.Root, "go"), []byte("\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	// TaskOutput (the alias) blocks until the shell ends by default.
@@ -68,15 +70,15 @@ func TestBackgroundStartTailExit(t *testing.T) {
 		t.Errorf("OnChange at exit: %+v", info)
 	}
 	// Clients read with offsets, independent of the model's cursor.
-	data, next, info, err := h.s.Read(env.id, id, 0, 7)
+	data, next, info, err := h.s.Read(env.ID, id, 0, 7)
 	if err != nil || string(data) != "first\ne" || next != 7 || info.Status != "exited" {
 		t.Errorf("Read(0, 7) = %q, %d, %+v, %v", data, next, info, err)
 	}
-	data, next, _, err = h.s.Read(env.id, id, next, 0)
+	data, next, _, err = h.s.Read(env.ID, id, next, 0)
 	if err != nil || string(data) != "rr\nsecond\n" || next != 17 {
 		t.Errorf("Read(7) = %q, %d, %v", data, next, err)
 	}
-	if l := h.s.List(env.id); len(l) != 1 || l[0].ID != id || l[0].Command == "" || !strings.HasPrefix(l[0].OutputPath, env.outDir) {
+	if l := h.s.List(env.ID); len(l) != 1 || l[0].ID != id || l[0].Command == "" || !strings.HasPrefix(l[0].OutputPath, env.Out) {
 		t.Errorf("List = %+v", l)
 	}
 	// A second shell gets the next id.
@@ -109,9 +111,9 @@ func TestBackgroundFilter(t *testing.T) {
 func TestKillShell(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
-	mkfifo(t, filepath.Join(env.root, "pid"))
+	mkfifo(t, filepath.Join(env.Root, "pid"))
 	id := startBackground(t, h, env, map[string]any{"command": `echo $$ > pid; sleep 100 & (trap '' TERM; sleep 100) & sleep 100`})
-	b, err := os.ReadFile(filepath.Join(env.root, "pid"))
+	b, err := os.ReadFile(filepath.Join(env.Root, "pid"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +154,7 @@ func TestUnknownAndForeignShellIDs(t *testing.T) {
 	id := startBackground(t, h, env, map[string]any{"command": "true"})
 	h.waitChange(t)
 	other := newEnv(t)
-	other.id = "s_other"
+	other.ID = "s_other"
 	for _, tc := range []struct {
 		name  string
 		input map[string]any
@@ -187,11 +189,11 @@ func TestKillSessionAndClose(t *testing.T) {
 	a := startBackground(t, h, env, map[string]any{"command": "sleep 100"})
 	b := startBackground(t, h, env, map[string]any{"command": "(trap '' TERM; sleep 100)"})
 	other := newEnv(t)
-	other.id = "s_other"
+	other.ID = "s_other"
 	c := startBackground(t, h, other, map[string]any{"command": "sleep 100"})
-	shA, _ := h.s.lookup(env.id, a)
-	shB, _ := h.s.lookup(env.id, b)
-	h.s.KillSession(env.id)
+	shA, _ := h.s.lookup(env.ID, a)
+	shB, _ := h.s.lookup(env.ID, b)
+	h.s.KillSession(env.ID)
 	for _, sh := range []*bgShell{shA, shB} {
 		if !groupGone(sh.proc.pgid) {
 			t.Errorf("%s survived KillSession", sh.id)
@@ -205,13 +207,13 @@ func TestKillSessionAndClose(t *testing.T) {
 	if got[a] != "killed" || got[b] != "killed" {
 		t.Errorf("OnChange after KillSession: %v", got)
 	}
-	if l := h.s.List(env.id); len(l) != 0 {
+	if l := h.s.List(env.ID); len(l) != 0 {
 		t.Errorf("List after KillSession: %+v", l)
 	}
-	if l := h.s.List(other.id); len(l) != 1 || l[0].ID != c || l[0].Status != "running" {
+	if l := h.s.List(other.ID); len(l) != 1 || l[0].ID != c || l[0].Status != "running" {
 		t.Errorf("the other session's shells: %+v", l)
 	}
-	shC, _ := h.s.lookup(other.id, c)
+	shC, _ := h.s.lookup(other.ID, c)
 	h.s.Close()
 	if !groupGone(shC.proc.pgid) {
 		t.Error("a shell survived Close")

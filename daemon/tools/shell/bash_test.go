@@ -16,15 +16,15 @@ import (
 func TestOutputInterleavedAndSessionEnv(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
-	env.env = append(env.env, "TACKLE_TEST_VAR=from the client")
+	env.Vars = append(env.Vars, "TACKLE_TEST_VAR=from the client")
 	o := h.bash(t, env, map[string]any{"command": `echo out; echo err >&2; echo "$TACKLE_TEST_VAR"; pwd`})
 	if o.failed() {
 		t.Fatalf("failed: %s", o.text())
 	}
-	if want := "out\nerr\nfrom the client\n" + env.root; o.text() != want {
+	if want := "out\nerr\nfrom the client\n" + env.Root; o.text() != want {
 		t.Errorf("output %q, want %q", o.text(), want)
 	}
-	if got := strings.Join(o.progress, ""); got != "out\nerr\nfrom the client\n"+env.root+"\n" {
+	if got := strings.Join(o.progress, ""); got != "out\nerr\nfrom the client\n"+env.Root+"\n" {
 		t.Errorf("progress %q", got)
 	}
 	if o.access.Kind != "exec" || o.access.Command == "" {
@@ -35,12 +35,12 @@ func TestOutputInterleavedAndSessionEnv(t *testing.T) {
 func TestCwdPersistsInsideAndResetsOutside(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
-	sub := filepath.Join(env.root, "sub dir")
+	sub := filepath.Join(env.Root, "sub dir")
 	if err := os.Mkdir(sub, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	outside := filepath.Dir(env.root)
-	if err := os.Symlink(outside, filepath.Join(env.root, "escape")); err != nil {
+	outside := filepath.Dir(env.Root)
+	if err := os.Symlink(outside, filepath.Join(env.Root, "escape")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -54,26 +54,26 @@ func TestCwdPersistsInsideAndResetsOutside(t *testing.T) {
 	}
 	// An exit status does not stop the cd from persisting.
 	o = h.bash(t, env, map[string]any{"command": "cd .. && false"})
-	if env.Cwd() != env.root || !strings.Contains(o.text(), "Exit code 1") {
+	if env.Cwd() != env.Root || !strings.Contains(o.text(), "Exit code 1") {
 		t.Errorf("cd .. && false: %q, cwd %q", o.text(), env.Cwd())
 	}
 
 	for _, cmd := range []string{"cd /", "cd ..", "cd escape", "cd sub\\ dir && cd ../escape"} {
-		env.SetCwd(env.root)
+		env.SetCwd(env.Root)
 		o = h.bash(t, env, map[string]any{"command": cmd + " && pwd"})
-		want := "Shell cwd was reset to " + env.root
-		if !strings.HasSuffix(o.text(), want) || env.Cwd() != env.root {
+		want := "Shell cwd was reset to " + env.Root
+		if !strings.HasSuffix(o.text(), want) || env.Cwd() != env.Root {
 			t.Errorf("%s: result %q (want it to end with %q), cwd %q", cmd, o.text(), want, env.Cwd())
 		}
 	}
 
 	// A current directory that vanished: the command runs in the root, and says so.
-	gone := filepath.Join(env.root, "gone")
+	gone := filepath.Join(env.Root, "gone")
 	os.Mkdir(gone, 0o700)
 	env.SetCwd(gone)
 	os.Remove(gone)
 	o = h.bash(t, env, map[string]any{"command": "pwd"})
-	if !strings.HasPrefix(o.text(), env.root+"\n") || !strings.HasSuffix(o.text(), "Shell cwd was reset to "+env.root) || env.Cwd() != env.root {
+	if !strings.HasPrefix(o.text(), env.Root+"\n") || !strings.HasSuffix(o.text(), "Shell cwd was reset to "+env.Root) || env.Cwd() != env.Root {
 		t.Errorf("vanished cwd: %q, cwd %q", o.text(), env.Cwd())
 	}
 }
@@ -91,8 +91,8 @@ func TestEnvironmentDoesNotPersist(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
-	os.WriteFile(filepath.Join(env.root, "a"), []byte("one\n"), 0o600)
-	os.WriteFile(filepath.Join(env.root, "b"), []byte("two\n"), 0o600)
+	os.WriteFile(filepath.Join(env.Root, "a"), []byte("one\n"), 0o600)
+	os.WriteFile(filepath.Join(env.Root, "b"), []byte("two\n"), 0o600)
 	tests := []struct {
 		command string
 		isError bool
@@ -154,7 +154,7 @@ func TestCancellationKillsGroup(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The command reports its pid through a FIFO, then the test cancels.
-	fifo := filepath.Join(env.root, "pid")
+	fifo := filepath.Join(env.Root, "pid")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestLargeOutputHeadTailFile(t *testing.T) {
 	_, rest, _ := strings.Cut(text, "The whole output is in ")
 	path, _, _ := strings.Cut(rest, ":")
 	b, err := os.ReadFile(path)
-	if err != nil || len(b) != 588895 || !strings.HasPrefix(path, env.outDir) {
+	if err != nil || len(b) != 588895 || !strings.HasPrefix(path, env.Out) {
 		t.Errorf("output file %q: %d bytes, %v", path, len(b), err)
 	}
 	// Multi-byte text over the byte budget but within the character cap stays whole.

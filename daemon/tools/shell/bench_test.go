@@ -58,7 +58,7 @@ func BenchmarkBashGigabyte(b *testing.B) {
 			b.Fatal(err, res)
 		}
 		growth = max(growth, peakRSS(b)-base)
-		os.RemoveAll(env.outDir)
+		os.RemoveAll(env.Out)
 	}
 	b.ReportMetric(float64(b.N)*1024/elapsed.Seconds(), "MB/s")
 	b.ReportMetric(float64(growth)/(1<<20), "peak-RSS-growth-MB")

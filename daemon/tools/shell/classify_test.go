@@ -150,7 +150,7 @@ func TestLastCommand(t *testing.T) {
 
 func TestInsideWorkingDirs(t *testing.T) {
 	env := newEnv(t)
-	root := env.root
+	root := env.Root
 	for _, d := range []string{"src", "sub/deeper"} {
 		os.MkdirAll(filepath.Join(root, d), 0o700)
 	}

@@ -18,57 +18,22 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// fakeEnv is a session as the tools see it, and as the pipeline changes it.
-type fakeEnv struct {
-	id     string
-	root   string
-	dirs   []string
-	env    []string
-	outDir string
-
-	mu  sync.Mutex // guards cwd
-	cwd string
-}
-
-func newEnv(t testing.TB) *fakeEnv {
+// newEnv is a session rooted in a fresh directory, with a client
+// environment of its own (HOME is the root's parent).
+func newEnv(t testing.TB) *tooltest.Env {
 	t.Helper()
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(base, "root")
-	if err := os.Mkdir(root, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	return &fakeEnv{id: "s_test", root: root, dirs: []string{root}, cwd: root, outDir: filepath.Join(base, "outputs"),
-		env: []string{"PATH=" + os.Getenv("PATH"), "HOME=" + base, "LANG=C.UTF-8"}}
+	e := tooltest.New(t)
+	e.ID = "s_test"
+	e.Vars = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + filepath.Dir(e.Root), "LANG=C.UTF-8"}
+	return e
 }
-
-func (e *fakeEnv) SessionID() string     { return e.id }
-func (e *fakeEnv) WorkingDirs() []string { return e.dirs }
-func (e *fakeEnv) Environ() []string     { return e.env }
-func (e *fakeEnv) OutputDir() string     { return e.outDir }
-func (e *fakeEnv) FileState(string) (tool.FileState, bool) {
-	return tool.FileState{}, false
-}
-func (e *fakeEnv) Cwd() string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.cwd
-}
-func (e *fakeEnv) SetCwd(d string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.cwd = d
-}
-func (e *fakeEnv) RecordFile(tool.FileState) {}
-func (e *fakeEnv) SetTodos(json.RawMessage)  {}
 
 // outcome is what the pipeline would make of one call.
 type outcome struct {
@@ -158,11 +123,11 @@ func newHarness(t testing.TB, opts *Options) *harness {
 
 // call runs a tool the way the pipeline does: schema, Validate,
 // CheckPermission, Run (collecting progress), then the Modifier.
-func (h *harness) call(t testing.TB, env *fakeEnv, name string, input any) outcome {
+func (h *harness) call(t testing.TB, env *tooltest.Env, name string, input any) outcome {
 	return h.callCtx(context.Background(), t, env, name, input)
 }
 
-func (h *harness) callCtx(ctx context.Context, t testing.TB, env *fakeEnv, name string, input any) outcome {
+func (h *harness) callCtx(ctx context.Context, t testing.TB, env *tooltest.Env, name string, input any) outcome {
 	t.Helper()
 	tl, ok := h.tools[name]
 	if !ok {
@@ -196,8 +161,8 @@ func (h *harness) callCtx(ctx context.Context, t testing.TB, env *fakeEnv, name 
 		o.progress = append(o.progress, s)
 		pmu.Unlock()
 	})
-	if o.runErr == nil && o.res != nil && o.res.Modifier != nil {
-		o.res.Modifier(env)
+	if o.runErr == nil {
+		env.Apply(o.res)
 	}
 	pmu.Lock()
 	defer pmu.Unlock()
@@ -205,7 +170,7 @@ func (h *harness) callCtx(ctx context.Context, t testing.TB, env *fakeEnv, name 
 }
 
 // bash runs a foreground command and fails the test if it does not run.
-func (h *harness) bash(t testing.TB, env *fakeEnv, input map[string]any) outcome {
+func (h *harness) bash(t testing.TB, env *tooltest.Env, input map[string]any) outcome {
 	t.Helper()
 	o := h.call(t, env, "Bash", input)
 	if o.schemaErr != nil || o.validateErr != nil || o.runErr != nil {

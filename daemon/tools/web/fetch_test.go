@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 	"github.com/tackle-agent/tackle/daemon/tools/web"
 )
 
@@ -44,7 +45,7 @@ func TestFetchHTML(t *testing.T) {
 		fmt.Fprint(w, htmlPage)
 	}))
 	tl := tools(t, nil)
-	o := mustOK(t, call(t, tl, newEnv(t), "WebFetch", fetch(srv.URL+"/notes")))
+	o := mustOK(t, call(t, tl, tooltest.New(t), "WebFetch", fetch(srv.URL+"/notes")))
 	got := o.text()
 	mustContain(t, got,
 		"Prompt: What does the page say?\nURL: "+srv.URL+"/notes (fetched ",
@@ -109,7 +110,7 @@ func TestFetchRedirects(t *testing.T) {
 		}
 	}))
 	tl := tools(t, nil)
-	env := newEnv(t)
+	env := tooltest.New(t)
 
 	o := mustOK(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/a")))
 	mustContain(t, o.text(), "arrived with x=1", "URL: "+srv.URL+"/final?x=1", "Redirected from: "+srv.URL+"/a")
@@ -152,7 +153,7 @@ func TestFetchUpgradesHTTP(t *testing.T) {
 		t.Run(tc.in, func(t *testing.T) {
 			rt := &recordingTransport{}
 			tl := tools(t, &web.Options{HTTPClient: &http.Client{Transport: rt}})
-			o := call(t, tl, newEnv(t), "WebFetch", fetch(tc.in))
+			o := call(t, tl, tooltest.New(t), "WebFetch", fetch(tc.in))
 			mustFail(t, o, "no network in this test")
 			if len(rt.urls) != 1 || rt.urls[0] != tc.want {
 				t.Errorf("requested %q, want [%q]", rt.urls, tc.want)
@@ -173,12 +174,12 @@ func TestFetchTLS(t *testing.T) {
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	tl := tools(t, &web.Options{HTTPClient: srv.Client()})
-	o := mustOK(t, call(t, tl, newEnv(t), "WebFetch", fetch(srv.URL+"/secure")))
+	o := mustOK(t, call(t, tl, tooltest.New(t), "WebFetch", fetch(srv.URL+"/secure")))
 	mustContain(t, o.text(), "over **TLS**", "URL: https://127.0.0.1:")
 
 	// Without trust in the test certificate the fetch fails with a clear error.
 	tl = tools(t, nil)
-	mustFail(t, call(t, tl, newEnv(t), "WebFetch", fetch(srv.URL+"/secure")), "request to "+strings.TrimPrefix(srv.URL, "https://"), "certificate")
+	mustFail(t, call(t, tl, tooltest.New(t), "WebFetch", fetch(srv.URL+"/secure")), "request to "+strings.TrimPrefix(srv.URL, "https://"), "certificate")
 }
 
 func TestFetchStatus(t *testing.T) {
@@ -193,7 +194,7 @@ func TestFetchStatus(t *testing.T) {
 		}
 	}))
 	tl := tools(t, nil)
-	env := newEnv(t)
+	env := tooltest.New(t)
 	mustFail(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/missing")), "HTTP 404 Not Found for "+srv.URL+"/missing")
 	mustFail(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/broken")), "HTTP 500 Internal Server Error for "+srv.URL+"/broken")
 	o := mustOK(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/empty")))
@@ -212,7 +213,7 @@ func TestFetchLargeBody(t *testing.T) {
 		}
 	}))
 	tl := tools(t, nil)
-	o := mustOK(t, call(t, tl, newEnv(t), "WebFetch", fetch(srv.URL+"/big")))
+	o := mustOK(t, call(t, tl, tooltest.New(t), "WebFetch", fetch(srv.URL+"/big")))
 	mustContain(t, o.text(),
 		"[Content cut: the response is larger than 10 MB; only the first 10 MB were read.]",
 		fmt.Sprintf("[Showing characters 0 to 40000 of %d.]", 10<<20),
@@ -233,7 +234,7 @@ func TestFetchTimeout(t *testing.T) {
 	}))
 	host := strings.TrimPrefix(srv.URL, "http://")
 	tl := tools(t, &web.Options{Timeout: 300 * time.Millisecond})
-	env := newEnv(t)
+	env := tooltest.New(t)
 	mustFail(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/slow")),
 		"fetching "+srv.URL+"/slow: "+host+" did not answer within 300ms (timed out)")
 	mustFail(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/trickle")),
@@ -249,7 +250,7 @@ func TestFetchCancelled(t *testing.T) {
 	tl := tools(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-started; cancel() }()
-	c := &tool.Call{ID: "c", Name: "WebFetch", Input: []byte(`{"url":"` + srv.URL + `","prompt":"p"}`), Env: newEnv(t)}
+	c := &tool.Call{ID: "c", Name: "WebFetch", Input: []byte(`{"url":"` + srv.URL + `","prompt":"p"}`), Env: tooltest.New(t)}
 	res, err := tl["WebFetch"].Run(ctx, c, nil)
 	if err != nil || !res.IsError || !strings.Contains(res.Content[0].Text, "was cancelled") {
 		t.Fatalf("Run = %+v, %v; want an error result saying the request was cancelled", res, err)
@@ -264,7 +265,7 @@ func TestFetchUnreachable(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	tl := tools(t, nil)
-	mustFail(t, call(t, tl, newEnv(t), "WebFetch", fetch("http://"+addr+"/")),
+	mustFail(t, call(t, tl, tooltest.New(t), "WebFetch", fetch("http://"+addr+"/")),
 		"cannot connect to "+addr, "connection refused")
 }
 
@@ -317,7 +318,7 @@ func TestFetchContentTypes(t *testing.T) {
 		}
 	}))
 	tl := tools(t, nil)
-	env := newEnv(t)
+	env := tooltest.New(t)
 	for _, tc := range []struct {
 		path string
 		want string // in the result
@@ -359,7 +360,7 @@ func TestFetchPaging(t *testing.T) {
 		fmt.Fprint(w, content)
 	}))
 	tl := tools(t, nil)
-	env := newEnv(t)
+	env := tooltest.New(t)
 	var got strings.Builder
 	offset := 0
 	for page := 0; ; page++ {
@@ -413,7 +414,7 @@ func TestFetchCache(t *testing.T) {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, "<p>page %s</p>", r.URL.Path)
 	}))
-	env := newEnv(t)
+	env := tooltest.New(t)
 
 	tl := tools(t, nil)
 	first := mustOK(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/a")))
@@ -442,7 +443,7 @@ func TestFetchCache(t *testing.T) {
 
 func TestFetchBadInput(t *testing.T) {
 	tl := tools(t, &web.Options{HTTPClient: &http.Client{Transport: &recordingTransport{}}})
-	env := newEnv(t)
+	env := tooltest.New(t)
 	for _, tc := range []struct {
 		name  string
 		input map[string]any
@@ -475,7 +476,7 @@ func TestFetchConcurrent(t *testing.T) {
 		fmt.Fprintf(w, "<h1>%s</h1>", r.URL.Path)
 	}))
 	tl := tools(t, nil)["WebFetch"]
-	env := newEnv(t)
+	env := tooltest.New(t)
 	var wg sync.WaitGroup
 	errs := make(chan string, 16)
 	for i := range 16 {

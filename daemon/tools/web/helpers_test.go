@@ -19,21 +19,6 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// fakeEnv is a session as the tools see it.
-type fakeEnv struct {
-	cwd     string
-	environ []string
-}
-
-func newEnv(t *testing.T) *fakeEnv { return &fakeEnv{cwd: t.TempDir()} }
-
-func (e *fakeEnv) SessionID() string                       { return "test" }
-func (e *fakeEnv) Cwd() string                             { return e.cwd }
-func (e *fakeEnv) WorkingDirs() []string                   { return []string{e.cwd} }
-func (e *fakeEnv) Environ() []string                       { return e.environ }
-func (e *fakeEnv) OutputDir() string                       { return e.cwd + "/.outputs" }
-func (e *fakeEnv) FileState(string) (tool.FileState, bool) { return tool.FileState{}, false }
-
 // tools builds the web tools and closes their idle connections when the test ends.
 func tools(t *testing.T, opts *web.Options) map[string]tool.Tool {
 	t.Helper()

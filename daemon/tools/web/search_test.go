@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/tool/tooltest"
 	"github.com/tackle-agent/tackle/daemon/tools/web"
 )
 
@@ -127,7 +128,7 @@ func search(query string) map[string]any { return map[string]any{"query": query}
 func TestSearchSearXNG(t *testing.T) {
 	b := newSearXNG(t)
 	tl := tools(t, &web.Options{Settings: settings(`{"provider":"searxng","url":"` + b.URL + `/"}`)})
-	o := mustOK(t, call(t, tl, newEnv(t), "WebSearch", search("go release notes")))
+	o := mustOK(t, call(t, tl, tooltest.New(t), "WebSearch", search("go release notes")))
 	mustContain(t, o.text(),
 		`Web search results for query: "go release notes" (via SearXNG)`,
 		"1. Go 1.26 release notes\n   https://go.dev/doc/go1.26\n   Go 1.26 adds <strong>new</strong> features &amp; fixes.\n",
@@ -152,8 +153,8 @@ func TestSearchSearXNG(t *testing.T) {
 func TestSearchBrave(t *testing.T) {
 	const key = "k-123"
 	b := newBrave(t, key)
-	env := newEnv(t)
-	env.environ = []string{"PATH=/bin", "MY_BRAVE_KEY=wrong", "MY_BRAVE_KEY=" + key}
+	env := tooltest.New(t)
+	env.Vars = []string{"PATH=/bin", "MY_BRAVE_KEY=wrong", "MY_BRAVE_KEY=" + key}
 	tl := tools(t, &web.Options{Settings: settings(`{"provider":"brave","apiKeyEnv":"MY_BRAVE_KEY","url":"` + b.URL + `"}`)})
 	o := mustOK(t, call(t, tl, env, "WebSearch", search("go release notes")))
 	mustContain(t, o.text(),
@@ -168,24 +169,24 @@ func TestSearchBrave(t *testing.T) {
 	// The key comes from the daemon's environment when the session has none.
 	t.Setenv("TACKLE_TEST_BRAVE_KEY", key)
 	tl = tools(t, &web.Options{Settings: settings(`{"provider":"brave","apiKeyEnv":"TACKLE_TEST_BRAVE_KEY","url":"` + b.URL + `"}`)})
-	mustOK(t, call(t, tl, newEnv(t), "WebSearch", search("go")))
+	mustOK(t, call(t, tl, tooltest.New(t), "WebSearch", search("go")))
 
 	// A wrong key: the backend's 401 names the provider.
-	env.environ = []string{"MY_BRAVE_KEY=bad"}
+	env.Vars = []string{"MY_BRAVE_KEY=bad"}
 	tl = tools(t, &web.Options{Settings: settings(`{"provider":"brave","apiKeyEnv":"MY_BRAVE_KEY","url":"` + b.URL + `"}`)})
 	mustFail(t, call(t, tl, env, "WebSearch", search("go")), "Brave Search", "HTTP 401 Unauthorized", "SUBSCRIPTION_TOKEN_INVALID")
 
 	// No key at all.
 	tl = tools(t, &web.Options{Settings: settings(`{"provider":"brave","apiKeyEnv":"TACKLE_TEST_UNSET_KEY"}`)})
-	mustFail(t, call(t, tl, newEnv(t), "WebSearch", search("go")), "TACKLE_TEST_UNSET_KEY", "is not set")
+	mustFail(t, call(t, tl, tooltest.New(t), "WebSearch", search("go")), "TACKLE_TEST_UNSET_KEY", "is not set")
 
 	// The default base URL is Brave's.
 	t.Setenv("BRAVE_API_KEY", "x")
 	tl = tools(t, &web.Options{Settings: settings(`{"provider":"brave"}`)})
-	mustFail(t, call(t, tl, newEnv(t), "WebSearch", search("q")), "minLength")
-	mustFail(t, call(t, tl, newEnv(t), "WebSearch", search(" q ")), "query is too short")
+	mustFail(t, call(t, tl, tooltest.New(t), "WebSearch", search("q")), "minLength")
+	mustFail(t, call(t, tl, tooltest.New(t), "WebSearch", search(" q ")), "query is too short")
 	tl = tools(t, &web.Options{Settings: settings(`{"provider":"brave"}`), HTTPClient: &http.Client{Transport: &recordingTransport{}}})
-	c := call(t, tl, newEnv(t), "WebSearch", search("golang"))
+	c := call(t, tl, tooltest.New(t), "WebSearch", search("golang"))
 	mustFail(t, c, "Brave Search", "no network in this test")
 	if c.access.Command != "api.search.brave.com" {
 		t.Errorf("access command = %q, want api.search.brave.com", c.access.Command)
@@ -203,7 +204,7 @@ func TestSearchDomains(t *testing.T) {
 				b = newSearXNG(t)
 			}
 			tl := tools(t, &web.Options{Settings: settings(`{"provider":"` + provider + `","url":"` + b.URL + `"}`)})
-			env := newEnv(t)
+			env := tooltest.New(t)
 
 			o := mustOK(t, call(t, tl, env, "WebSearch", map[string]any{"query": "docs", "allowed_domains": []string{"https://Example.com/"}}))
 			mustContain(t, o.text(), "Only from: example.com", "1. Tackle docs", "2. Example home")
@@ -252,14 +253,14 @@ func TestSearchNoBackend(t *testing.T) {
 		"null setting": {Settings: settings("null")},
 	} {
 		t.Run(name, func(t *testing.T) {
-			mustFail(t, call(t, tools(t, opts), newEnv(t), "WebSearch", search("golang")),
+			mustFail(t, call(t, tools(t, opts), tooltest.New(t), "WebSearch", search("golang")),
 				`no web search backend is configured: set "webSearch"`, `"provider": "searxng", "url": "http://`, `"provider": "brave"`)
 		})
 	}
 	problems := func(string) (*config.Settings, []config.Problem) {
 		return &config.Settings{}, []config.Problem{{Path: "/p/.tackle/settings.json", Line: 3, Column: 7, Message: "invalid character"}}
 	}
-	mustFail(t, call(t, tools(t, &web.Options{Settings: problems}), newEnv(t), "WebSearch", search("golang")),
+	mustFail(t, call(t, tools(t, &web.Options{Settings: problems}), tooltest.New(t), "WebSearch", search("golang")),
 		"webSearch", "settings problem: /p/.tackle/settings.json:3:7: invalid character")
 }
 
@@ -273,7 +274,7 @@ func TestSearchBadSetting(t *testing.T) {
 	} {
 		t.Run(tc.setting, func(t *testing.T) {
 			tl := tools(t, &web.Options{Settings: settings(tc.setting)})
-			mustFail(t, call(t, tl, newEnv(t), "WebSearch", search("golang")), "webSearch", tc.want)
+			mustFail(t, call(t, tl, tooltest.New(t), "WebSearch", search("golang")), "webSearch", tc.want)
 		})
 	}
 }
@@ -300,7 +301,7 @@ func TestSearchBackendErrors(t *testing.T) {
 	ln.Close()
 
 	tl := tools(t, &web.Options{Settings: settings(`{"provider":"searxng","url":"` + srv.URL + `"}`), Timeout: 200 * time.Millisecond})
-	env := newEnv(t)
+	env := tooltest.New(t)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	mustFail(t, call(t, tl, env, "WebSearch", search("fail")), "searching with SearXNG ("+srv.URL+"): HTTP 500 Internal Server Error: engine exploded")
 	mustFail(t, call(t, tl, env, "WebSearch", search("html")), "SearXNG", "not the expected JSON")
