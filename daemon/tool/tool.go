@@ -165,7 +165,9 @@ const (
 	AccessOther   AccessKind = "other"
 )
 
-// Access describes what one call touches.
+// Access describes what one call touches: the tool's own permission check
+// (CheckPermission) fills it in, and the permission package matches rules
+// against it without knowing the tool.
 type Access struct {
 	Kind AccessKind
 	// Paths are the absolute paths touched, symlinks resolved where they exist.
@@ -174,4 +176,28 @@ type Access struct {
 	InsideWorkingDirs bool
 	// Command is the command line for AccessExec, the URL or domain for AccessNetwork.
 	Command string
+
+	// Commands are the simple commands of a shell command line, each with
+	// wrapper commands (timeout, nice, nohup, …) and leading VAR= assignments
+	// stripped, in order; Bash(spec) rules match them. Every one must be
+	// allowed for an allow rule to allow the call; any one matching a deny or
+	// ask rule denies or asks.
+	Commands []string
+	// Reads are absolute paths (symlinks resolved) the call reads, for
+	// Read(spec) rules: the file of Read, the root of Grep and Glob, the file
+	// arguments of cat/head/grep… in Bash.
+	Reads []string
+	// Writes are absolute paths the call creates or changes, for Edit(spec)
+	// rules: the file of Edit and Write, Bash redirection targets.
+	Writes []string
+	// Domain is the host a network call reaches, for WebFetch(domain:…) rules.
+	Domain string
+	// Specifier is what Tool(spec) rules of other tools match: a skill's
+	// name for Skill(name), an agent type for Task(agent).
+	Specifier string
+	// AlwaysAsk, when set, says why this call must be asked even when an
+	// allow rule or the mode would allow it (a protected path, `bash -c`,
+	// `eval`, a command that does not parse or is over 10,000 characters).
+	// Deny rules still deny; bypassPermissions still allows.
+	AlwaysAsk string
 }
