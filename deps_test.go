@@ -24,14 +24,17 @@ var layers = []struct {
 	{"daemon/tool", 0},
 	{"daemon/event", 1}, {"daemon/socket", 1}, {"daemon/config", 1}, {"daemon/model", 1},
 	{"daemon/store", 2}, {"daemon/tools", 2}, {"daemon/mcp", 2}, {"daemon/skill", 2},
-	{"daemon/toolsearch", 2}, {"daemon/permission", 2}, {"daemon/hook", 2},
-	{"daemon/session", 3},
-	{"daemon/dispatch", 4},
-	{"daemon/agent", 5},
-	{"daemon/server", 6},
-	{"daemon", 7}, // the root package only; subpackages not listed above are unknown
-	{"daemon/daemontest", 8},
-	{"daemon/cmd", 9},
+	{"daemon/toolsearch", 2}, {"daemon/permission", 2},
+	// design.md puts hook beside permission; a hook's `if` field is a
+	// permission rule, so hook sits just above it (permission never imports hook).
+	{"daemon/hook", 3},
+	{"daemon/session", 4},
+	{"daemon/dispatch", 5},
+	{"daemon/agent", 6},
+	{"daemon/server", 7},
+	{"daemon", 8}, // the root package only; subpackages not listed above are unknown
+	{"daemon/daemontest", 9},
+	{"daemon/cmd", 10},
 }
 
 func layerOf(rel string) (int, string, bool) {
@@ -153,6 +156,8 @@ func TestImportRuleCatchesViolations(t *testing.T) {
 		{"daemon/dispatch", "gen/tackle/v1"},
 		{"clients/cli", "daemon/session"},
 		{"daemon/tools/fs", "daemon/tools/search"},
+		{"daemon/permission", "daemon/hook"},
+		{"daemon/hook", "daemon/session"},
 	}
 	for _, b := range bad {
 		if checkImport(b[0], b[1]) == "" {

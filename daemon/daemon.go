@@ -24,6 +24,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/dispatch"
 	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/hook"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/server"
 	"github.com/tackle-agent/tackle/daemon/session"
@@ -74,8 +75,18 @@ type Daemon struct {
 	registry *tool.Registry
 	disp     *dispatch.Dispatcher
 	broker   *permission.Broker
+	policy   permission.Policy
+	trust    *config.Trust
+	perms    *perms
+	hooks    *hook.Hooks
 	shells   *shell.Shells
 	srv      *server.Server
+
+	// bg counts the hook runs started in the background (SessionStart,
+	// SessionEnd, CwdChanged, ConfigChange); Run waits for them.
+	bg    sync.WaitGroup
+	bgCtx context.Context
+	bgEnd context.CancelFunc
 
 	closeOnce sync.Once
 	closeErr  error
@@ -107,13 +118,24 @@ func New(opts *Options) (*Daemon, error) {
 		return nil, fmt.Errorf("creating state directory %q: %w", o.StateDir, err)
 	}
 	d := &Daemon{opts: o, log: o.Logger}
+	d.bgCtx, d.bgEnd = context.WithCancel(context.Background())
 
 	st, err := store.Open(filepath.Join(o.StateDir, "state.db"))
 	if err != nil {
 		return nil, fmt.Errorf("opening state: %w", err)
 	}
 	d.store = st
-	d.sessions = session.NewManager(st, &session.Options{StateDir: o.StateDir, Logger: o.Logger.Named("session")})
+	d.sessions = session.NewManager(st, &session.Options{
+		StateDir: o.StateDir, Logger: o.Logger.Named("session"), OnCwdChange: d.cwdChanged,
+	})
+	// A daemon that was killed left turns that never ended: end them now,
+	// before any client can see the sessions.
+	if n, err := d.sessions.Recover(context.Background()); err != nil {
+		d.log.Error("ending the turns a previous daemon left unfinished", "error", err)
+	} else if n > 0 {
+		d.log.Warn("ended turns a previous daemon left unfinished (it was killed)", "turns", n)
+	}
+	d.trust = config.NewTrust(o.ConfigHome)
 	d.loader = config.NewLoader(&config.Options{
 		Home:        o.Home,
 		ConfigHome:  o.ConfigHome,
@@ -143,10 +165,14 @@ func New(opts *Options) (*Daemon, error) {
 		return nil, fmt.Errorf("registering todo tools: %w", err)
 	}
 	d.broker = permission.NewBroker()
-	d.disp = dispatch.New(d.registry, permission.NewInterimPolicy(), d.broker, nil, &dispatch.Options{
-		PermissionTimeout: o.PermissionTimeout,
-		Logger:            o.Logger.Named("dispatch"),
+	d.policy = permission.NewEngine()
+	d.perms = newPerms(d)
+	d.hooks = hook.New(&hook.Options{
+		Settings: d.loader.Load,
+		Trusted:  d.trust.Trusted,
+		Logger:   o.Logger.Named("hook"),
 	})
+	d.disp = dispatch.New(d.registry, d.policy, d.broker, d.hooks, d.dispatchOptions())
 	d.srv, err = server.New(&server.Options{
 		Sessions:        d.sessions,
 		Dispatcher:      d.disp,
@@ -159,6 +185,11 @@ func New(opts *Options) (*Daemon, error) {
 		Logger:          o.Logger.Named("server"),
 		Settings:        d.loader.Load,
 		Shells:          d.shells,
+		Trust:           d.trust,
+		Permissions:     d.perms,
+		SessionLoaded:   d.sessionLoaded,
+		SessionDeleted:  d.sessionDeleted,
+		AskTimeout:      d.askTimeout,
 	})
 	if err != nil {
 		d.closeState()
@@ -201,6 +232,8 @@ func (d *Daemon) Run(ctx context.Context, ln net.Listener) error {
 	err := d.srv.Run(ctx, ln)
 	cancel()
 	wg.Wait()
+	d.bgEnd()
+	d.bg.Wait()
 	if cerr := d.closeState(); err == nil {
 		err = cerr
 	}
@@ -223,6 +256,7 @@ func (d *Daemon) watchSettings(ctx context.Context) {
 			}
 			d.log.Info("settings changed", "path", path)
 			d.srv.CheckSettings()
+			d.configChanged(path)
 		}
 	}
 }
@@ -269,7 +303,11 @@ func (d *Daemon) closeState() error {
 }
 
 // Close releases what New opened, for a daemon that is never Run.
-func (d *Daemon) Close() error { return d.closeState() }
+func (d *Daemon) Close() error {
+	d.bgEnd()
+	d.bg.Wait()
+	return d.closeState()
+}
 
 // idleTrimPeriod is how often the daemon checks whether it has gone idle.
 const idleTrimPeriod = 5 * time.Second

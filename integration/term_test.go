@@ -49,7 +49,7 @@ func TestTerminalColouredDiffAndPrompt(t *testing.T) {
 
 	// In default mode the edit asks; the person at the terminal answers yes.
 	out, code = e.inTerminal("y\n", "call", "Edit", mustJSON(map[string]any{"file_path": path, "old_string": "one", "new_string": "ONE"}))
-	if code != 0 || !strings.Contains(out, "Allow once?") {
+	if code != 0 || !strings.Contains(out, "[y] yes, once") || !strings.Contains(out, "[f] no, and tell the model why") {
 		t.Errorf("no permission prompt in the terminal: %q", out)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "ONE\nTWO\n" {
@@ -75,5 +75,30 @@ func TestTerminalSpinnerNamesTheTool(t *testing.T) {
 		"--permission-mode", "bypassPermissions")
 	if code != 0 || !strings.Contains(out, "⠋ Grep") {
 		t.Errorf("no spinner naming Grep in the terminal (exit %d): %q", code, out)
+	}
+}
+
+func TestTerminalPromptAlwaysAndFeedback(t *testing.T) {
+	e := newEnv(t)
+	// "a" allows always and asks where to save the rule: here, the project.
+	out, code := e.inTerminal("a\np\n", "call", "Bash", mustJSON(map[string]any{"command": "mkdir built"}))
+	if code != 0 || !strings.Contains(out, "[a] yes, always allow Bash(mkdir built *)") || !strings.Contains(out, "[s]ession, [p]roject or [u]ser") {
+		t.Fatalf("always answer in the terminal (exit %d): %q", code, out)
+	}
+	b, err := os.ReadFile(filepath.Join(e.project, ".tackle", "settings.local.json"))
+	if err != nil || !strings.Contains(string(b), `"Bash(mkdir built *)"`) {
+		t.Errorf("the rule was not saved for the project: %s, %v", b, err)
+	}
+	// The saved rule applies: no prompt, even without a terminal.
+	if r := e.tackle("", "call", "Bash", mustJSON(map[string]any{"command": "mkdir built -p"}), "--permission-timeout", "1"); r.code != 0 {
+		t.Errorf("after allow-always the command still asks: %+v", r)
+	}
+	// "f" denies and passes the person's words to the model.
+	out, code = e.inTerminal("f\nuse the tmp dir\n", "call", "Bash", mustJSON(map[string]any{"command": "touch x"}))
+	if code != 1 || !strings.Contains(out, "use the tmp dir") {
+		t.Errorf("feedback answer (exit %d): %q", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(e.project, "x")); err == nil {
+		t.Error("the denied command ran")
 	}
 }

@@ -12,9 +12,10 @@ import (
 
 func (a *app) attachCommand() *cobra.Command {
 	var (
-		sf     sessionFlags
-		from   uint64
-		asJSON bool
+		sf       sessionFlags
+		from     uint64
+		asJSON   bool
+		observer bool
 	)
 	cmd := &cobra.Command{
 		Use:   "attach",
@@ -23,14 +24,23 @@ func (a *app) attachCommand() *cobra.Command {
 interrupted (Ctrl-C ends it with status 0). Without --from only new events are
 shown; --from SEQ first replays every stored event with seq >= SEQ. With
 --json each line is one JSON object with "seq" and "type"; the first line is
-the snapshot (type "snapshot").`,
+the snapshot (type "snapshot").
+
+attach answers permission requests of the session: in a terminal it asks
+(y once, a always — then where to save the rule —, n deny, f deny with
+feedback for the model); with --json it reads answers from stdin, one JSON
+object a line:
+  {"answer": "<request id>", "option": "allow_once|allow_always|deny", "scope": "session|project|user", "feedback": "..."}
+Without a terminal and without --json, or with --observer, it only watches.`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
-				// On a terminal, attach answers permission requests too.
-				interactive := !asJSON && isTerminal(a.stdin)
+				// On a terminal, attach answers permission requests too;
+				// with --json it takes answers as JSON lines on stdin.
+				interactive := !asJSON && !observer && isTerminal(a.stdin)
+				jsonAnswers := asJSON && !observer
 				role := tacklev1.Role_ROLE_OBSERVER
-				if interactive {
+				if interactive || jsonAnswers {
 					role = tacklev1.Role_ROLE_CONTROLLER
 				}
 				s, err := c.Attach(ctx, role)
@@ -50,6 +60,12 @@ the snapshot (type "snapshot").`,
 				}
 				if err := a.printSnapshot(snap, asJSON); err != nil {
 					return err
+				}
+				var answers <-chan string
+				if jsonAnswers {
+					stop := make(chan struct{})
+					defer close(stop)
+					answers = a.readJSONAnswers(stop)
 				}
 				var prompt *prompter
 				if interactive {
@@ -84,6 +100,15 @@ the snapshot (type "snapshot").`,
 						return nil
 					case line := <-prompt.input():
 						if err := prompt.answer(line); err != nil {
+							return err
+						}
+						continue
+					case line, ok := <-answers:
+						if !ok {
+							answers = nil // stdin ended: keep watching
+							continue
+						}
+						if err := a.sendJSONAnswer(s, sid, line); err != nil {
 							return err
 						}
 						continue
@@ -134,7 +159,8 @@ the snapshot (type "snapshot").`,
 	}
 	sf.register(cmd)
 	cmd.Flags().Uint64Var(&from, "from", 0, "replay stored events from this sequence number first")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line; read answers as JSON lines on stdin")
+	cmd.Flags().BoolVar(&observer, "observer", false, "only watch: answer no permission request")
 	return cmd
 }
 
@@ -150,6 +176,7 @@ func (a *app) printSnapshot(s *tacklev1.Snapshot, asJSON bool) error {
 	for _, p := range j.PendingPermissions {
 		fmt.Fprintf(a.stdout, "  waiting  %s %s for approval (request %s): %s\n", p.Tool, p.CallID, p.RequestID, p.Reason)
 	}
+	a.printTrust(s.GetTrust())
 	for _, sh := range s.GetShells() {
 		fmt.Fprintf(a.stdout, "  %s\n", shellLine(sh))
 	}
@@ -198,13 +225,36 @@ func (a *app) printEvent(e *tacklev1.Event, asJSON bool) error {
 	case "permission_requested":
 		p := e.GetPermission()
 		fmt.Fprintf(w, "%s %s waits for approval (request %s): %s\n", head, call, p.GetRequestId(), p.GetReason())
+		if r := p.GetAlwaysRule(); r != "" {
+			fmt.Fprintf(w, "    allow always would save %s\n", r)
+		}
 	case "permission_resolved":
 		r := e.GetResolution()
 		by := ""
 		if r.GetClientId() != "" {
 			by = " by " + r.GetClientId()
+			if n := r.GetClientName(); n != "" {
+				by = " by " + n + " (" + r.GetClientId() + ")"
+			}
+		}
+		if sc := r.GetScope(); sc != "" {
+			by += " for " + sc
+		}
+		if f := r.GetFeedback(); f != "" {
+			by += ": " + f
 		}
 		fmt.Fprintf(w, "%s request %s: %s%s\n", head, r.GetRequestId(), r.GetDecision(), by)
+	case "hook_ran":
+		h := e.GetHookRun()
+		what := h.GetHookEvent()
+		if h.GetTool() != "" {
+			what += " " + h.GetTool()
+		}
+		line := fmt.Sprintf("%s hook %s %s: %s", head, h.GetHook(), what, h.GetOutcome())
+		if h.GetReason() != "" {
+			line += ": " + firstLine(h.GetReason())
+		}
+		fmt.Fprintln(w, line)
 	case "session_updated":
 		s := e.GetSession()
 		var parts []string

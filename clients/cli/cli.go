@@ -150,6 +150,10 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.attachCommand(),
 		a.sessionsCommand(),
 		a.shellsCommand(),
+		a.permissionsCommand(),
+		a.explainCommand(),
+		a.trustCommand(),
+		a.untrustCommand(),
 	)
 	return root
 }

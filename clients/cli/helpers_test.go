@@ -66,6 +66,7 @@ var volatile = map[string]bool{
 	"created_at": true, "updated_at": true, "time": true, "duration_ms": true,
 	"turn_id": true, "call_id": true, "session_id": true, "request_id": true,
 	"client_id": true, "deadline": true, "started": true, "ended": true, "output_path": true,
+	"input_sha256": true, "client_pid": true, "client_uid": true,
 }
 
 // normalize makes JSON text comparable with a golden file: volatile values

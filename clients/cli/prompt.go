@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,8 +13,10 @@ import (
 
 // prompter asks a person, on stderr and stdin (a terminal), to answer the
 // permission requests of a session, one at a time, and sends the answers on
-// the stream. Requests answered elsewhere are dropped from its queue. It is
-// used by one goroutine (the command's event loop).
+// the stream: y allows once, a allows always (then asks where to save the
+// rule), n denies, f denies with feedback for the model. Requests answered
+// elsewhere are dropped from its queue. It is used by one goroutine (the
+// command's event loop).
 type prompter struct {
 	a         *app
 	s         *client.Stream
@@ -23,6 +26,7 @@ type prompter struct {
 
 	lines   chan string                   // lines typed on stdin, nil until the first prompt
 	pending []*tacklev1.PermissionRequest // the first one is being asked
+	stage   string                        // "" (the choice), "scope" or "feedback"
 }
 
 func newPrompter(a *app, s *client.Stream, sessionID string) *prompter {
@@ -54,18 +58,21 @@ func (p *prompter) requested(r *tacklev1.PermissionRequest) {
 // ask prints the prompt for the first pending request and reads stdin.
 func (p *prompter) ask() {
 	r := p.pending[0]
+	p.stage = ""
 	if p.before != nil {
 		p.before()
-	}
-	input := r.GetInputJson()
-	if rs := []rune(input); len(rs) > 400 {
-		input = string(rs[:400]) + "…"
 	}
 	reason := r.GetReason()
 	if reason == "" {
 		reason = r.GetTool() + " needs your approval"
 	}
-	fmt.Fprintf(p.a.stderr, "\n%s\n  tool:  %s\n  input: %s\nAllow once? [y/N] ", reason, r.GetTool(), input)
+	choices := "  [y] yes, once"
+	if rule := r.GetAlwaysRule(); rule != "" {
+		choices += "   [a] yes, always allow " + rule
+	}
+	choices += "   [n] no   [f] no, and tell the model why"
+	fmt.Fprintf(p.a.stderr, "\n%s\n  tool:  %s\n  input: %s\n%s\nAnswer [y/%sn/f, default n]: ",
+		reason, r.GetTool(), clip(r.GetInputJson(), 400), choices, map[bool]string{true: "a/", false: ""}[r.GetAlwaysRule() != ""])
 	if p.lines == nil {
 		p.lines = make(chan string)
 		// This goroutine reads the terminal until the process exits. At
@@ -80,19 +87,52 @@ func (p *prompter) ask() {
 	}
 }
 
-// answer sends the person's answer to the request being asked.
+// answer takes one typed line for the request being asked: a choice, a
+// scope or feedback. Once the answer is complete it is sent.
 func (p *prompter) answer(line string) error {
 	if len(p.pending) == 0 {
 		return nil
 	}
 	r := p.pending[0]
-	p.pending = p.pending[1:]
-	d := tacklev1.Decision_DECISION_DENY
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes", "a", "allow":
-		d = tacklev1.Decision_DECISION_ALLOW_ONCE
+	word := strings.ToLower(strings.TrimSpace(line))
+	ans := &tacklev1.PermissionAnswer{SessionId: p.sessionID, RequestId: r.GetRequestId(), Decision: tacklev1.Decision_DECISION_DENY}
+	switch p.stage {
+	case "scope":
+		switch word {
+		case "s", "session":
+			ans.Scope = tacklev1.Scope_SCOPE_SESSION
+		case "", "p", "project":
+			ans.Scope = tacklev1.Scope_SCOPE_PROJECT
+		case "u", "user":
+			ans.Scope = tacklev1.Scope_SCOPE_USER
+		default:
+			fmt.Fprintf(p.a.stderr, "Save %s for [s]ession, [p]roject or [u]ser? [p]: ", r.GetAlwaysRule())
+			return nil
+		}
+		ans.Decision = tacklev1.Decision_DECISION_ALLOW_ALWAYS
+	case "feedback":
+		ans.Feedback = strings.TrimSpace(line)
+	default:
+		switch word {
+		case "y", "yes":
+			ans.Decision = tacklev1.Decision_DECISION_ALLOW_ONCE
+		case "a", "always":
+			if r.GetAlwaysRule() == "" {
+				fmt.Fprint(p.a.stderr, "This request cannot be allowed always. Answer [y/n/f]: ")
+				return nil
+			}
+			p.stage = "scope"
+			fmt.Fprintf(p.a.stderr, "Save %s for [s]ession, [p]roject or [u]ser? [p]: ", r.GetAlwaysRule())
+			return nil
+		case "f", "feedback":
+			p.stage = "feedback"
+			fmt.Fprint(p.a.stderr, "Tell the model what to do instead: ")
+			return nil
+		}
 	}
-	err := p.s.Answer(&tacklev1.PermissionAnswer{SessionId: p.sessionID, RequestId: r.GetRequestId(), Decision: d})
+	p.pending = p.pending[1:]
+	p.stage = ""
+	err := p.s.Answer(ans)
 	if err != nil && !errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("answering the permission request: %w", err)
 	}
@@ -111,7 +151,11 @@ func (p *prompter) resolved(r *tacklev1.PermissionResolved) {
 		}
 		p.pending = append(p.pending[:i], p.pending[i+1:]...)
 		if i == 0 {
-			fmt.Fprintf(p.a.stderr, "\n(answered elsewhere: %s)\n", r.GetDecision())
+			by := ""
+			if n := r.GetClientName(); n != "" {
+				by = " by " + n
+			}
+			fmt.Fprintf(p.a.stderr, "\n(answered elsewhere%s: %s)\n", by, r.GetDecision())
 			p.next()
 		}
 		return
@@ -120,9 +164,75 @@ func (p *prompter) resolved(r *tacklev1.PermissionResolved) {
 
 // next asks the next pending request, or runs after when none is left.
 func (p *prompter) next() {
+	p.stage = ""
 	if len(p.pending) > 0 {
 		p.ask()
 	} else if p.after != nil {
 		p.after()
 	}
+}
+
+// jsonAnswer is one line of `tackle attach --json`'s stdin.
+type jsonAnswer struct {
+	Answer   string `json:"answer"`
+	Option   string `json:"option"`
+	Feedback string `json:"feedback"`
+	Scope    string `json:"scope"`
+	// Session is the request's session (default: the attached one).
+	Session string `json:"session"`
+}
+
+// readJSONAnswers reads answer lines from stdin until its end and hands
+// them over on the returned channel (closed at the end). Blank lines are skipped.
+func (a *app) readJSONAnswers(done <-chan struct{}) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(a.stdin)
+		sc.Buffer(make([]byte, 64*1024), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" {
+				continue
+			}
+			select {
+			case ch <- line:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// sendJSONAnswer parses one answer line and sends it on s. A bad line is
+// reported on stderr and stdout (as {"type":"answer_error"}); the stream
+// goes on.
+func (a *app) sendJSONAnswer(s *client.Stream, sessionID, line string) error {
+	var in jsonAnswer
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&in)
+	if err == nil && in.Answer == "" {
+		err = errors.New(`"answer" (the request id) is missing`)
+	}
+	var ans *tacklev1.PermissionAnswer
+	if err == nil {
+		sid := sessionID
+		if in.Session != "" {
+			sid = in.Session
+		}
+		ans, err = buildAnswer(sid, in.Answer, strings.ReplaceAll(in.Option, "-", "_"), in.Scope, in.Feedback)
+	}
+	if err == nil {
+		err = s.Answer(ans)
+		if err != nil && !errors.Is(err, client.ErrNotFound) {
+			return fmt.Errorf("answering the permission request: %w", err)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(a.stderr, "tackle: answer %s: %v\n", clip(line, 200), err)
+		return a.printJSONLine(map[string]string{"type": "answer_error", "line": line, "error": err.Error()})
+	}
+	return nil
 }

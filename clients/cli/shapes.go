@@ -156,6 +156,34 @@ type permissionJSON struct {
 	Input     json.RawMessage `json:"input"`
 	Reason    string          `json:"reason"`
 	Deadline  string          `json:"deadline,omitempty"`
+	// Options are the answers a client may give (see optionJSON).
+	Options    []optionJSON `json:"options"`
+	AlwaysRule string       `json:"always_rule,omitempty"`
+}
+
+// optionJSON is one answer offered for a permission request: option is
+// allow_once, allow_always (with scope and the rule it saves), deny, or
+// deny_with_feedback.
+type optionJSON struct {
+	Option string `json:"option"`
+	Label  string `json:"label"`
+	Scope  string `json:"scope,omitempty"`
+	Rule   string `json:"rule,omitempty"`
+}
+
+// scopeNames maps the protobuf scopes to the CLI's names.
+var scopeNames = map[tacklev1.Scope]string{
+	tacklev1.Scope_SCOPE_SESSION: "session",
+	tacklev1.Scope_SCOPE_PROJECT: "project",
+	tacklev1.Scope_SCOPE_USER:    "user",
+}
+
+func optionsToJSON(in []*tacklev1.PermissionOption) []optionJSON {
+	out := make([]optionJSON, 0, len(in))
+	for _, o := range in {
+		out = append(out, optionJSON{Option: o.GetOption(), Label: o.GetLabel(), Scope: scopeNames[o.GetScope()], Rule: o.GetRule()})
+	}
+	return out
 }
 
 func permissionToJSON(p *tacklev1.PermissionRequest) *permissionJSON {
@@ -165,15 +193,47 @@ func permissionToJSON(p *tacklev1.PermissionRequest) *permissionJSON {
 	return &permissionJSON{
 		RequestID: p.GetRequestId(), TurnID: p.GetTurnId(), CallID: p.GetCallId(), Tool: p.GetTool(),
 		Input: rawJSON(p.GetInputJson(), "{}"), Reason: p.GetReason(), Deadline: timeJSON(p.GetDeadline()),
+		Options: optionsToJSON(p.GetOptions()), AlwaysRule: p.GetAlwaysRule(),
 	}
+}
+
+// hookRunJSON is the hook of a hook_ran event.
+type hookRunJSON struct {
+	Hook       string `json:"hook"`
+	Event      string `json:"event"`
+	Tool       string `json:"tool,omitempty"`
+	Outcome    string `json:"outcome"`
+	Reason     string `json:"reason,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// trustJSON is the workspace trust of a snapshot and of `permissions rules`.
+type trustJSON struct {
+	Dir     string   `json:"dir"`
+	Trusted bool     `json:"trusted"`
+	Ignored []string `json:"ignored"`
+	Hint    string   `json:"hint,omitempty"`
+}
+
+func trustToJSON(t *tacklev1.TrustInfo) *trustJSON {
+	if t == nil {
+		return nil
+	}
+	out := &trustJSON{Dir: t.GetDir(), Trusted: t.GetTrusted(), Ignored: t.GetIgnored(), Hint: t.GetHint()}
+	if out.Ignored == nil {
+		out.Ignored = []string{}
+	}
+	return out
 }
 
 // resolutionJSON ends a permission request.
 type resolutionJSON struct {
-	RequestID string `json:"request_id"`
-	Decision  string `json:"decision"`
-	ClientID  string `json:"client_id,omitempty"`
-	Feedback  string `json:"feedback,omitempty"`
+	RequestID  string `json:"request_id"`
+	Decision   string `json:"decision"`
+	ClientID   string `json:"client_id,omitempty"`
+	ClientName string `json:"client_name,omitempty"`
+	Feedback   string `json:"feedback,omitempty"`
+	Scope      string `json:"scope,omitempty"`
 }
 
 // runningJSON is a call that has not ended.
@@ -224,12 +284,14 @@ type snapshotJSON struct {
 	PendingPermissions []*permissionJSON `json:"pending_permissions"`
 	RunningCalls       []runningJSON     `json:"running_calls"`
 	Shells             []*shellJSON      `json:"shells"`
+	Trust              *trustJSON        `json:"trust,omitempty"`
 }
 
 func snapshotToJSON(s *tacklev1.Snapshot) *snapshotJSON {
 	out := &snapshotJSON{
 		Seq: s.GetSession().GetLastSeq(), Type: "snapshot", Session: sessionToJSON(s.GetSession()),
 		PendingPermissions: []*permissionJSON{}, RunningCalls: []runningJSON{}, Shells: shellsToJSON(s.GetShells()),
+		Trust: trustToJSON(s.GetTrust()),
 	}
 	for _, p := range s.GetPendingPermissions() {
 		out.PendingPermissions = append(out.PendingPermissions, permissionToJSON(p))
@@ -257,6 +319,7 @@ type eventJSON struct {
 	Resolution *resolutionJSON    `json:"resolution,omitempty"`
 	Session    *sessionChangeJSON `json:"session,omitempty"`
 	Shell      *shellJSON         `json:"shell,omitempty"`
+	Hook       *hookRunJSON       `json:"hook,omitempty"`
 }
 
 func eventToJSON(e *tacklev1.Event) *eventJSON {
@@ -270,7 +333,11 @@ func eventToJSON(e *tacklev1.Event) *eventJSON {
 		out.Calls = append(out.Calls, callJSON{ID: c.GetId(), Name: c.GetName(), Input: rawJSON(c.GetInputJson(), "{}")})
 	}
 	if r := e.GetResolution(); r != nil {
-		out.Resolution = &resolutionJSON{RequestID: r.GetRequestId(), Decision: r.GetDecision(), ClientID: r.GetClientId(), Feedback: r.GetFeedback()}
+		out.Resolution = &resolutionJSON{RequestID: r.GetRequestId(), Decision: r.GetDecision(), ClientID: r.GetClientId(),
+			ClientName: r.GetClientName(), Feedback: r.GetFeedback(), Scope: r.GetScope()}
+	}
+	if h := e.GetHookRun(); h != nil {
+		out.Hook = &hookRunJSON{Hook: h.GetHook(), Event: h.GetHookEvent(), Tool: h.GetTool(), Outcome: h.GetOutcome(), Reason: h.GetReason(), DurationMS: h.GetDurationMs()}
 	}
 	if s := e.GetSession(); s != nil && (s.GetCwd() != "" || s.GetPermissionMode() != "" || s.GetTodosJson() != "") {
 		out.Session = &sessionChangeJSON{Cwd: s.GetCwd(), PermissionMode: s.GetPermissionMode(), Todos: rawJSON(s.GetTodosJson(), "")}

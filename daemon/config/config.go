@@ -3,8 +3,10 @@
 // merge into one Settings per project directory, and re-reading them when
 // they change.
 //
-// It only reads. Writing settings ("always allow" rules, trust) belongs to
-// the packages that own those decisions. It knows nothing of sessions or
+// It only reads settings. Writing them ("always allow" rules) belongs to
+// the packages that own those decisions; it does own the workspace trust
+// store (Trust) and the atomic, locked file writes it and they share
+// (LockFile, WriteFileAtomic). It knows nothing of sessions or
 // permissions beyond the shape of the permissions block.
 package config
 

@@ -13,6 +13,7 @@ package dispatch
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,12 +21,14 @@ import (
 	"runtime/debug"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/hook"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
@@ -57,6 +60,16 @@ type Options struct {
 	CancelGrace time.Duration
 	// Logger receives the pipeline's log (default: discard).
 	Logger hclog.Logger
+	// Rules returns the session's permission rules, read at every
+	// permission decision (nil: no rules).
+	Rules func(s Session) *permission.Rules
+	// Audit receives every permission decision (nil: none). It is called
+	// from the call's goroutine and should not block for long.
+	Audit func(sessionID string, rec AuditRecord)
+	// SaveAlways saves one rule approved by an allow_always answer, at scope
+	// (session, project or user); nil saves nothing. It is called once per
+	// rule of the decision's AlwaysRules.
+	SaveAlways func(s Session, scope, rule string) error
 }
 
 // Turn is one model turn: a batch of tool calls run through the pipeline.
@@ -113,10 +126,13 @@ type turnRun struct {
 	sessionID string
 	id        string
 	seq       uint64
+	ctx       context.Context
 	cancel    context.CancelCauseFunc
+	bg        sync.WaitGroup // hooks that only observe (Notification), waited for before turn_ended
 	calls     []*callRun
 	byID      map[string]*callRun
-	counted   bool // added to Dispatcher.wg
+	counted   bool          // added to Dispatcher.wg
+	done      chan struct{} // closed when the turn has ended
 }
 
 type callRun struct {
@@ -138,8 +154,9 @@ const interruptText = "[Request interrupted by user for tool use]"
 // rejectionText is what the model gets when a person denies a call.
 const rejectionText = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file)."
 
-// New returns a Dispatcher for the tools in reg. A nil policy is the interim
-// policy, a nil broker a fresh one, nil hooks none. It starts no goroutines.
+// New returns a Dispatcher for the tools in reg. A nil policy is the rule
+// engine (permission.NewEngine), a nil broker a fresh one, nil hooks none.
+// It starts no goroutines.
 func New(reg *tool.Registry, policy permission.Policy, broker *permission.Broker, hooks Hooks, opts *Options) *Dispatcher {
 	var o Options
 	if opts != nil {
@@ -164,7 +181,7 @@ func New(reg *tool.Registry, policy permission.Policy, broker *permission.Broker
 		reg = tool.NewRegistry()
 	}
 	if policy == nil {
-		policy = permission.NewInterimPolicy()
+		policy = permission.NewEngine()
 	}
 	if broker == nil {
 		broker = permission.NewBroker()
@@ -202,7 +219,7 @@ func (d *Dispatcher) startTurn(ctx context.Context, sessionID string, t *Turn) *
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	d.seq++
-	tr := &turnRun{sessionID: sessionID, id: t.ID, seq: d.seq, cancel: cancel, byID: map[string]*callRun{}}
+	tr := &turnRun{sessionID: sessionID, id: t.ID, seq: d.seq, ctx: tctx, cancel: cancel, byID: map[string]*callRun{}, done: make(chan struct{})}
 	calls := make([]event.CallInfo, len(t.Calls))
 	for i, c := range t.Calls {
 		if c.ID == "" {
@@ -238,6 +255,7 @@ func (d *Dispatcher) endTurn(tr *turnRun) {
 	delete(d.turns, turnKey(tr.sessionID, tr.id))
 	d.ended++
 	d.mu.Unlock()
+	defer close(tr.done)
 	for _, c := range tr.calls {
 		c.cancel(nil)
 	}
@@ -302,8 +320,43 @@ func (d *Dispatcher) RunTurn(ctx context.Context, s Session, t Turn) []*event.Re
 		i = j
 	}
 
+	tr.bg.Wait()
+	if d.hooks != nil && tr.ctx.Err() == nil && d.hooks.Has(s, hook.PostToolBatch) {
+		d.postToolBatch(s, tr, ps, results)
+	}
 	d.append(s, &event.Event{Type: event.TurnEnded, TurnID: tr.id})
 	return results
+}
+
+// postToolBatch runs the PostToolBatch hooks once for the whole turn. The
+// results are final by then (their call_result events are in the log), so
+// what the hooks say goes to a notice for the model's client.
+func (d *Dispatcher) postToolBatch(s Session, tr *turnRun, ps []*prepared, results []*event.Result) {
+	calls := make([]BatchCall, len(ps))
+	for i, p := range ps {
+		calls[i] = BatchCall{Call: &tool.Call{ID: p.cr.info.ID, Name: p.cr.info.Name, Input: p.cr.info.Input, Env: s}, Tool: p.cr.info.Name, Result: results[i]}
+		if p.tool != nil {
+			calls[i].Tool = p.tool.Spec().Name
+		}
+	}
+	var post PostResult
+	err := d.guard("PostToolBatch hook", &callRun{info: event.CallInfo{Name: "PostToolBatch"}}, func() error {
+		post = d.hooks.PostToolBatch(tr.ctx, s, tr.id, calls)
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	var parts []string
+	if post.Flag {
+		parts = append(parts, "PostToolBatch hook feedback: "+post.Reason)
+	}
+	if post.AdditionalContext != "" {
+		parts = append(parts, post.AdditionalContext)
+	}
+	if len(parts) > 0 {
+		d.append(s, &event.Event{Type: event.Notice, TurnID: tr.id, Text: strings.Join(parts, "\n")})
+	}
 }
 
 func (d *Dispatcher) runParallel(s Session, t *Turn, tr *turnRun, ps []*prepared, results []*event.Result, mods []tool.Modifier) {
@@ -456,11 +509,36 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 		return text(event.StatusInvalid, msg), nil
 	}
 
+	// What the call touches: PreToolUse's `if` and the permission stage match it.
+	hev := ToolEvent{Env: s, TurnID: tr.id, Call: call, Tool: p.tool.Spec().Name, Mode: t.PermissionMode, ModeFunc: t.ResolveMode}
+	var attrs tool.Attributes
+	inspect := func() *event.Result {
+		var err error
+		if attrs, err = d.attributes(p.tool, call.Input); err != nil {
+			return text(event.StatusFailed, fmt.Sprintf("Error: %s: %v", name, err))
+		}
+		err = d.guard("tool CheckPermission", cr, func() error {
+			var e error
+			hev.Access, e = p.tool.CheckPermission(ctx, call)
+			return e
+		})
+		if ctx.Err() != nil {
+			return cancelled()
+		}
+		if err != nil {
+			return text(event.StatusInvalid, toolUseError(err.Error()))
+		}
+		return nil
+	}
+	if r := inspect(); r != nil {
+		return r, nil
+	}
+
 	// PreToolUse hooks.
 	var pre PreResult
-	if d.hooks != nil {
+	if d.hooks != nil && d.hooks.Has(s, hook.PreToolUse) {
 		d.setState(s, tr, cr, event.StateHookPre)
-		err := d.guard("PreToolUse hook", cr, func() error { pre = d.hooks.PreToolUse(ctx, s, call); return nil })
+		err := d.guard("PreToolUse hook", cr, func() error { pre = d.hooks.PreToolUse(ctx, hev); return nil })
 		if ctx.Err() != nil {
 			return cancelled(), nil
 		}
@@ -474,44 +552,39 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 			if msg := d.revalidate(ctx, p.tool, call, pre.UpdatedInput, cr); msg != "" {
 				return text(event.StatusInvalid, msg), nil
 			}
+			if r := inspect(); r != nil {
+				return r, nil
+			}
 		}
 	}
 
 	// Permission.
-	attrs, err := d.attributes(p.tool, call.Input)
-	if err != nil {
-		return text(event.StatusFailed, fmt.Sprintf("Error: %s: %v", name, err)), nil
-	}
-	var access tool.Access
-	err = d.guard("tool CheckPermission", cr, func() error {
-		var e error
-		access, e = p.tool.CheckPermission(ctx, call)
-		return e
-	})
-	if ctx.Err() != nil {
-		return cancelled(), nil
-	}
-	if err != nil {
-		return text(event.StatusInvalid, toolUseError(err.Error())), nil
-	}
-	dec := d.decide(ctx, t, p.tool.Spec().Name, attrs, access, pre)
+	dec := d.decide(ctx, s, t, hev, attrs, pre)
 	switch dec.Verdict {
 	case permission.Allow:
+		d.audit(s, call, hev.Tool, string(permission.Allow), dec.By, ruleText(dec.Rule), "", "")
 	case permission.Ask:
-		o := d.ask(ctx, s, t, tr, cr, call, dec.Reason)
+		o := d.askFirst(ctx, s, t, tr, cr, call, hev, dec)
 		if ctx.Err() != nil {
 			return cancelled(), nil
 		}
 		if o.deny != "" {
+			d.permissionDenied(ctx, cr, hev, o.deny)
 			return text(event.StatusDenied, o.deny), nil
 		}
 		if len(o.updated) > 0 {
 			if msg := d.revalidate(ctx, p.tool, call, o.updated, cr); msg != "" {
 				return text(event.StatusInvalid, msg), nil
 			}
+			if a, err := d.attributes(p.tool, call.Input); err == nil {
+				attrs = a // for the result limit; the person approved this input as it is
+			}
 		}
 	default:
-		return text(event.StatusDenied, dec.Reason), nil
+		reason := denyText(hev.Tool, dec, pre)
+		d.audit(s, call, hev.Tool, string(permission.Deny), dec.By, ruleText(dec.Rule), "", "")
+		d.permissionDenied(ctx, cr, hev, reason)
+		return text(event.StatusDenied, reason), nil
 	}
 	if ctx.Err() != nil {
 		return cancelled(), nil
@@ -545,22 +618,53 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 		mod = o.res.Modifier
 	}
 
-	// PostToolUse hooks.
-	if d.hooks != nil && ctx.Err() == nil {
+	if pre.AdditionalContext != "" {
+		r.Content = append(r.Content, tool.Text(pre.AdditionalContext))
+	}
+
+	// PostToolUse (or PostToolUseFailure) hooks.
+	ev := hook.PostToolUse
+	if r.Status == event.StatusFailed {
+		ev = hook.PostToolUseFailure
+	}
+	if d.hooks != nil && ctx.Err() == nil && d.hooks.Has(s, ev) {
 		d.setState(s, tr, cr, event.StateHookPost)
 		var post PostResult
-		if err := d.guard("PostToolUse hook", cr, func() error { post = d.hooks.PostToolUse(ctx, s, call, r); return nil }); err == nil {
-			if post.AdditionalContext != "" {
-				r.Content = append(r.Content, tool.Text(post.AdditionalContext))
+		err := d.guard(ev+" hook", cr, func() error {
+			if ev == hook.PostToolUse {
+				post = d.hooks.PostToolUse(ctx, hev, r)
+			} else {
+				post = d.hooks.PostToolUseFailure(ctx, hev, r)
 			}
-			if post.Flag {
-				r.IsError = true
-				r.Content = append(r.Content, tool.Text("PostToolUse hook feedback: "+post.Reason))
-			}
+			return nil
+		})
+		if err == nil {
+			applyPost(r, ev, post)
 		}
 		r.DurationMS = time.Since(start).Milliseconds()
 	}
 	return r, mod
+}
+
+// applyPost changes a result as the PostToolUse hooks said: the output
+// replaced, context appended as a text block, a flag made is_error.
+func applyPost(r *event.Result, ev string, post PostResult) {
+	if post.ReplaceOutput {
+		content := []tool.Content{tool.Text(post.UpdatedOutput)}
+		for _, c := range r.Content {
+			if c.Type != "text" && c.Type != "" {
+				content = append(content, c)
+			}
+		}
+		r.Content = content
+	}
+	if post.AdditionalContext != "" {
+		r.Content = append(r.Content, tool.Text(post.AdditionalContext))
+	}
+	if post.Flag {
+		r.IsError = true
+		r.Content = append(r.Content, tool.Text(ev+" hook feedback: "+post.Reason))
+	}
 }
 
 // toolValidate runs the tool's own validation and returns the model-facing error.
@@ -589,37 +693,112 @@ func blockText(name, reason string) string {
 	return fmt.Sprintf("A PreToolUse hook blocked this call of %s: %s", name, reason)
 }
 
-// decide combines the policy with the PreToolUse hooks' decision: a hook's
-// deny wins, a hook's ask forces a prompt (unless the policy denies), a
-// hook's allow skips the prompt (but not a policy deny).
-func (d *Dispatcher) decide(ctx context.Context, t *Turn, canonical string, attrs tool.Attributes, access tool.Access, pre PreResult) permission.Decision {
-	if pre.Decision == permission.Deny {
+// decide asks the policy about a call, with the PreToolUse hooks' decision
+// and the session's rules; the policy weighs them (dispatch combines nothing).
+// A verdict other than allow or ask is a deny: the pipeline fails closed.
+func (d *Dispatcher) decide(ctx context.Context, s Session, t *Turn, hev ToolEvent, attrs tool.Attributes, pre PreResult) permission.Decision {
+	req := permission.Request{
+		Tool: hev.Tool, Mode: t.PermissionMode, ModeFunc: t.ResolveMode, Attrs: attrs, Access: hev.Access,
+		Hook: permission.HookDecision{Decision: pre.Decision, Reason: pre.Reason, Hook: pre.Hook},
+		Cwd:  s.Cwd(), Root: sessionRoot(s),
+	}
+	if d.opts.Rules != nil {
+		req.Rules = d.opts.Rules(s)
+	}
+	if req.Rules != nil {
+		// The session's directories (and its --add-dir ones), and the rules'.
+		req.WorkingDirs = append(append(s.WorkingDirs(), req.Cwd), req.Rules.AdditionalDirs()...)
+	}
+	dec := d.policy.Decide(ctx, req)
+	switch dec.Verdict {
+	case permission.Allow, permission.Ask, permission.Deny:
+	default:
+		dec.Verdict, dec.Reason = permission.Deny, fmt.Sprintf("the permission policy answered %q, which tackle treats as a deny", dec.Verdict)
+	}
+	return dec
+}
+
+// sessionRoot is the session's root directory: where its settings come from.
+func sessionRoot(s Session) string {
+	if r, ok := s.(interface{ Root() string }); ok {
+		if root := r.Root(); root != "" {
+			return root
+		}
+	}
+	if wd := s.WorkingDirs(); len(wd) > 0 {
+		return wd[0]
+	}
+	return s.Cwd()
+}
+
+// denyText is what the model gets for a denied call.
+func denyText(canonical string, dec permission.Decision, pre PreResult) string {
+	if dec.By == permission.ByHook && pre.Decision == permission.Deny {
 		reason := pre.Reason
 		if reason == "" {
 			reason = "no reason given"
 		}
-		return permission.Decision{Verdict: permission.Deny, Reason: fmt.Sprintf("Permission to use %s has been denied by a PreToolUse hook: %s", canonical, reason)}
+		return fmt.Sprintf("Permission to use %s has been denied by a PreToolUse hook: %s", canonical, reason)
 	}
-	dec := d.policy.Decide(ctx, permission.Request{Tool: canonical, Mode: t.PermissionMode, ModeFunc: t.ResolveMode, Attrs: attrs, Access: access})
-	switch dec.Verdict {
-	case permission.Allow, permission.Ask:
-	default: // deny, or anything unknown: fail closed
-		reason := dec.Reason
-		if reason == "" {
-			reason = "the permission policy denied it"
+	reason := strings.TrimSuffix(dec.Reason, ".")
+	if reason == "" {
+		reason = "the permission policy denied it"
+	}
+	return fmt.Sprintf("Permission to use %s has been denied: %s.", canonical, reason)
+}
+
+func ruleText(r *permission.Rule) string {
+	if r == nil {
+		return ""
+	}
+	return r.Text
+}
+
+// audit records one permission decision.
+func (d *Dispatcher) audit(s Session, call *tool.Call, canonical, outcome, by, rule, scope, client string) {
+	if d.opts.Audit == nil {
+		return
+	}
+	sum := sha256.Sum256(call.Input)
+	d.opts.Audit(s.ID(), AuditRecord{
+		CallID: call.ID, Tool: canonical, InputSHA256: hex.EncodeToString(sum[:]),
+		Outcome: outcome, DecidedBy: by, Rule: rule, Scope: scope, ClientID: client, Time: time.Now(),
+	})
+}
+
+// permissionDenied runs the PermissionDenied hooks of a denied call.
+func (d *Dispatcher) permissionDenied(ctx context.Context, cr *callRun, hev ToolEvent, reason string) {
+	if d.hooks == nil || ctx.Err() != nil || !d.hooks.Has(hev.Env, hook.PermissionDenied) {
+		return
+	}
+	_ = d.guard("PermissionDenied hook", cr, func() error { d.hooks.PermissionDenied(ctx, hev, reason); return nil })
+}
+
+// askFirst lets the PermissionRequest hooks answer an ask; when none does,
+// it asks people.
+func (d *Dispatcher) askFirst(ctx context.Context, s Session, t *Turn, tr *turnRun, cr *callRun, call *tool.Call, hev ToolEvent, dec permission.Decision) askOutcome {
+	if d.hooks != nil && d.hooks.Has(s, hook.PermissionRequest) {
+		var pr PermissionResult
+		err := d.guard("PermissionRequest hook", cr, func() error { pr = d.hooks.PermissionRequest(ctx, hev, dec.AlwaysRule); return nil })
+		if ctx.Err() != nil {
+			return askOutcome{deny: interruptText}
 		}
-		return permission.Decision{Verdict: permission.Deny, Reason: fmt.Sprintf("Permission to use %s has been denied: %s.", canonical, reason)}
-	}
-	switch pre.Decision {
-	case permission.Ask:
-		if pre.Reason != "" {
-			dec.Reason = pre.Reason
+		if err == nil {
+			switch pr.Decision {
+			case permission.Allow:
+				d.audit(s, call, hev.Tool, string(permission.Allow), permission.ByHook, "", "", "")
+				return askOutcome{updated: pr.UpdatedInput}
+			case permission.Deny:
+				msg := pr.Message
+				if msg == "" {
+					msg = "no reason given"
+				}
+				d.audit(s, call, hev.Tool, string(permission.Deny), permission.ByHook, "", "", "")
+				return askOutcome{deny: fmt.Sprintf("Permission to use %s has been denied by a PermissionRequest hook: %s", hev.Tool, msg)}
+			}
 		}
-		dec.Verdict = permission.Ask
-	case permission.Allow:
-		dec.Verdict = permission.Allow
 	}
-	return dec
+	return d.ask(ctx, s, t, tr, cr, call, hev, dec)
 }
 
 type askOutcome struct {
@@ -629,19 +808,39 @@ type askOutcome struct {
 
 // ask opens a permission request, waits for the first answer, the timeout
 // or cancellation, and records the resolution in every case.
-func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, cr *callRun, call *tool.Call, reason string) askOutcome {
+func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, cr *callRun, call *tool.Call, hev ToolEvent, dec permission.Decision) askOutcome {
 	timeout := t.PermissionTimeout
 	if timeout <= 0 {
 		timeout = d.opts.PermissionTimeout
 	}
 	req := event.PermissionRequest{
 		RequestID: permission.NewRequestID(), CallID: cr.info.ID, Tool: cr.info.Name,
-		Input: call.Input, Reason: reason, Deadline: time.Now().Add(timeout),
+		Input: call.Input, Reason: dec.Reason, Deadline: time.Now().Add(timeout),
+		Options: []string{permission.AllowOnce, permission.DenyAnswer}, AlwaysRule: dec.AlwaysRule,
+	}
+	if dec.AlwaysRule != "" {
+		req.Options = []string{permission.AllowOnce, permission.AllowAlways, permission.DenyAnswer}
 	}
 	ch, remove := d.broker.Open(s.ID(), req)
 	defer remove()
 	d.setState(s, tr, cr, event.StateAwaitingPermission)
 	d.append(s, &event.Event{Type: event.PermissionRequested, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Permission: &req})
+	if d.hooks != nil && d.hooks.Has(s, hook.Notification) {
+		// Notification hooks only observe: the prompt does not wait for them,
+		// the turn does (before turn_ended), and it ends them when cancelled.
+		msg := "tackle needs your permission to use " + cr.info.Name
+		if dec.Reason != "" {
+			msg += ": " + dec.Reason
+		}
+		tr.bg.Add(1)
+		go func() {
+			defer tr.bg.Done()
+			_ = d.guard("Notification hook", cr, func() error {
+				d.hooks.Notification(tr.ctx, s, tr.id, cr.info.ID, hook.NotifyPermissionPrompt, msg)
+				return nil
+			})
+		}()
+	}
 
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -686,9 +885,50 @@ func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, c
 		res.Decision = "cancelled"
 		out.deny = interruptText
 	}
+	by, scope := "user", ""
+	switch {
+	case how != "answered":
+		by = res.Decision
+	case a.Decision == permission.AllowAlways:
+		scope = d.saveAlways(s, tr, cr, a.Scope, dec)
+	}
+	d.audit(s, call, hev.Tool, res.Decision, by, strings.Join(alwaysRules(dec), ", "), scope, res.ClientID)
 	d.log.Debug("permission resolved", "session", s.ID(), "call", cr.info.ID, "decision", res.Decision, "client", res.ClientID)
 	d.append(s, &event.Event{Type: event.PermissionResolved, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Resolution: res})
 	return out
+}
+
+// alwaysRules are the rules an allow_always answer to dec saves.
+func alwaysRules(dec permission.Decision) []string {
+	if len(dec.AlwaysRules) > 0 {
+		return dec.AlwaysRules
+	}
+	if dec.AlwaysRule != "" {
+		return []string{dec.AlwaysRule}
+	}
+	return nil
+}
+
+// saveAlways saves the rules of an allow_always answer at scope (default
+// session) and returns the scope. A failure is logged and told to the
+// session's clients; the call is still allowed once.
+func (d *Dispatcher) saveAlways(s Session, tr *turnRun, cr *callRun, scope string, dec permission.Decision) string {
+	if scope == "" {
+		scope = permission.ScopeSession
+	}
+	rules := alwaysRules(dec)
+	if d.opts.SaveAlways == nil || len(rules) == 0 {
+		d.log.Debug("allow_always: nothing to save", "session", s.ID(), "call", cr.info.ID, "rules", rules)
+		return scope
+	}
+	for _, rule := range rules {
+		if err := d.opts.SaveAlways(s, scope, rule); err != nil {
+			d.log.Error("saving an allow_always rule", "session", s.ID(), "scope", scope, "rule", rule, "error", err)
+			d.append(s, &event.Event{Type: event.Notice, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name,
+				Text: fmt.Sprintf("The rule %s was allowed this once but could not be saved (%s scope): %v", rule, scope, err)})
+		}
+	}
+	return scope
 }
 
 type handlerOutcome struct {
@@ -753,6 +993,28 @@ func (d *Dispatcher) Cancel(sessionID, turnID, callID string) bool {
 	}
 	cr.cancel(errCancelled)
 	return true
+}
+
+// CancelSession cancels every turn of a session and waits until each has
+// written its results and ended, or ctx ends.
+func (d *Dispatcher) CancelSession(ctx context.Context, sessionID string) error {
+	d.mu.Lock()
+	var waits []chan struct{}
+	for _, tr := range d.turns {
+		if tr.sessionID == sessionID {
+			tr.cancel(errCancelled)
+			waits = append(waits, tr.done)
+		}
+	}
+	d.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the calls of session %s to end: %w", sessionID, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // Running lists the calls of a session that have not ended, with their

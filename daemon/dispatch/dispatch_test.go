@@ -588,12 +588,24 @@ type fakeHooks struct {
 	post func(r *event.Result) PostResult
 }
 
-func (h *fakeHooks) PreToolUse(_ context.Context, _ tool.Env, c *tool.Call) PreResult {
-	return h.pre(c)
+func (h *fakeHooks) Has(tool.Env, string) bool { return true }
+func (h *fakeHooks) PreToolUse(_ context.Context, ev ToolEvent) PreResult {
+	return h.pre(ev.Call)
 }
-func (h *fakeHooks) PostToolUse(_ context.Context, _ tool.Env, _ *tool.Call, r *event.Result) PostResult {
+func (h *fakeHooks) PostToolUse(_ context.Context, _ ToolEvent, r *event.Result) PostResult {
 	return h.post(r)
 }
+func (h *fakeHooks) PostToolUseFailure(context.Context, ToolEvent, *event.Result) PostResult {
+	return PostResult{}
+}
+func (h *fakeHooks) PostToolBatch(context.Context, tool.Env, string, []BatchCall) PostResult {
+	return PostResult{}
+}
+func (h *fakeHooks) PermissionRequest(context.Context, ToolEvent, string) PermissionResult {
+	return PermissionResult{}
+}
+func (h *fakeHooks) PermissionDenied(context.Context, ToolEvent, string)                    {}
+func (h *fakeHooks) Notification(context.Context, tool.Env, string, string, string, string) {}
 
 func TestHooks(t *testing.T) {
 	h := &fakeHooks{
@@ -667,25 +679,11 @@ func (f fixedPolicy) Decide(context.Context, permission.Request) permission.Deci
 	return permission.Decision(f)
 }
 
-func TestDecideCombinesHookAndPolicy(t *testing.T) {
-	tests := []struct {
-		policy, hook, want permission.Verdict
-	}{
-		{permission.Allow, "", permission.Allow},
-		{permission.Ask, "", permission.Ask},
-		{permission.Deny, "", permission.Deny},
-		{"bogus", "", permission.Deny}, // fail closed
-		{permission.Allow, permission.Deny, permission.Deny},
-		{permission.Allow, permission.Ask, permission.Ask},
-		{permission.Ask, permission.Allow, permission.Allow},
-		{permission.Deny, permission.Allow, permission.Deny},
-		{permission.Deny, permission.Ask, permission.Deny},
-	}
-	for _, tc := range tests {
-		d := New(nil, fixedPolicy{Verdict: tc.policy, Reason: "r"}, nil, nil, nil)
-		got := d.decide(context.Background(), &Turn{}, "T", tool.Attributes{}, tool.Access{}, PreResult{Decision: tc.hook})
-		if got.Verdict != tc.want {
-			t.Errorf("policy %s hook %q: got %s, want %s", tc.policy, tc.hook, got.Verdict, tc.want)
-		}
+func TestDecideFailsClosed(t *testing.T) {
+	e := newEnv(t, "default", nil, nil, echo())
+	d := New(e.d.Registry(), fixedPolicy{Verdict: "bogus", Reason: "r"}, nil, nil, nil)
+	res := d.RunTurn(context.Background(), e.s, Turn{Calls: []event.CallInfo{call("a", "Echo", `{}`)}})
+	if res[0].Status != event.StatusDenied || !strings.Contains(text(res[0]), `the permission policy answered "bogus"`) {
+		t.Errorf("result %s %q", res[0].Status, text(res[0]))
 	}
 }

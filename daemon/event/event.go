@@ -40,6 +40,8 @@ const (
 	TodosUpdated Type = "todos_updated"
 	// ShellUpdated: a background shell started, exited or was killed (Shell holds it).
 	ShellUpdated Type = "shell_updated"
+	// HookRan: a hook handler ran (Hook holds what it was and what came of it).
+	HookRan Type = "hook_ran"
 )
 
 // Call states, in pipeline order. The final states are the Status values of a Result.
@@ -88,6 +90,35 @@ type Event struct {
 	Session *SessionChange `json:"session,omitempty"`
 	// Shell is set for ShellUpdated.
 	Shell *ShellInfo `json:"shell,omitempty"`
+	// Hook is set for HookRan.
+	Hook *HookRun `json:"hook,omitempty"`
+}
+
+// Outcomes of a hook run (HookRun.Outcome).
+const (
+	HookOK      = "ok"      // ran, decided nothing
+	HookBlocked = "blocked" // exit 2, continue:false or decision:block
+	HookDenied  = "denied"  // permissionDecision deny (or a PermissionRequest deny)
+	HookAsked   = "asked"   // permissionDecision ask
+	HookAllowed = "allowed" // permissionDecision allow (or a PermissionRequest allow)
+	HookError   = "error"   // failed to start, non-blocking exit code, invalid JSON, HTTP error
+	HookTimeout = "timeout" // killed at its timeout; no decision
+)
+
+// HookRun is one run of one hook handler.
+type HookRun struct {
+	// Event is the hook event: PreToolUse, PostToolUse, SessionStart, ...
+	Event string `json:"event"`
+	// Hook names the handler: its command line, or its URL.
+	Hook string `json:"hook"`
+	// Tool is the tool of a tool event ("" for the others).
+	Tool string `json:"tool,omitempty"`
+	// Outcome is one of HookOK, HookBlocked, HookDenied, HookAsked,
+	// HookAllowed, HookError, HookTimeout.
+	Outcome string `json:"outcome"`
+	// Reason is the hook's reason, or what went wrong.
+	Reason     string `json:"reason,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
 }
 
 // ShellInfo describes a background shell of a session.
@@ -140,6 +171,12 @@ type PermissionRequest struct {
 	Reason string `json:"reason"`
 	// Deadline is when the request is denied if nobody answers.
 	Deadline time.Time `json:"deadline"`
+	// Options are the answers offered: allow_once, allow_always (when
+	// AlwaysRule is set), deny.
+	Options []string `json:"options,omitempty"`
+	// AlwaysRule is the concrete rule an allow_always answer saves, e.g.
+	// `Bash(npm test *)`.
+	AlwaysRule string `json:"always_rule,omitempty"`
 }
 
 // PermissionResolution ends a permission request, exactly once.

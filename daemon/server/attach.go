@@ -68,6 +68,7 @@ func (s *Server) Attach(stream tacklev1.TackleService_AttachServer) error {
 		role:     role,
 	}
 	a.log = s.log.With("client", a.clientID)
+	s.clientsByID.put(a.clientID, peerClient(stream.Context(), name))
 	s.clients.Add(1)
 	defer s.clients.Add(-1)
 	defer a.unsubscribe()
@@ -225,6 +226,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		PendingPermissions: pendingToProto(a.srv.broker.Pending(sess.ID())),
 		RunningCalls:       runningToProto(a.srv.disp.Running(sess.ID())),
 		Shells:             shellsToProto(a.srv.shellsOf(sess.ID())),
+		Trust:              a.srv.trustInfo(sess.Root()),
 	}
 	if err := a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Snapshot{Snapshot: snap}}); err != nil {
 		return err
@@ -325,6 +327,10 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		Calls:             calls,
 		PermissionMode:    rb.GetPermissionMode(),
 		PermissionTimeout: time.Duration(rb.GetPermissionTimeoutSeconds()) * time.Second,
+	}
+	if turn.PermissionTimeout == 0 && a.srv.opts.AskTimeout != nil {
+		// permissions.askTimeoutSeconds of the settings; the batch's own wins.
+		turn.PermissionTimeout = a.srv.opts.AskTimeout(a.sess.Root())
 	}
 	if !a.srv.startTurn() {
 		return codedf(codes.Unavailable, "tackled is shutting down: run the batch again once it is back")

@@ -79,26 +79,78 @@ func permissionToProto(p *event.PermissionRequest, turnID string) *tacklev1.Perm
 		return nil
 	}
 	return &tacklev1.PermissionRequest{
-		RequestId: p.RequestID,
-		CallId:    p.CallID,
-		Tool:      p.Tool,
-		InputJson: string(p.Input),
-		Reason:    p.Reason,
-		Deadline:  timeToProto(p.Deadline),
-		TurnId:    turnID,
+		RequestId:  p.RequestID,
+		CallId:     p.CallID,
+		Tool:       p.Tool,
+		InputJson:  string(p.Input),
+		Reason:     p.Reason,
+		Deadline:   timeToProto(p.Deadline),
+		TurnId:     turnID,
+		Options:    optionsToProto(p.Options, p.AlwaysRule),
+		AlwaysRule: p.AlwaysRule,
 	}
+}
+
+// Option names of a PermissionOption.
+const (
+	optionAllowOnce        = "allow_once"
+	optionAllowAlways      = "allow_always"
+	optionDeny             = "deny"
+	optionDenyWithFeedback = "deny_with_feedback"
+)
+
+// optionsToProto expands the options of a request: allow_always once per
+// scope (session, project, user) with the rule it saves, and deny also as
+// deny_with_feedback. No options listed means allow_once and deny (and
+// allow_always when there is a rule to save).
+func optionsToProto(opts []string, always string) []*tacklev1.PermissionOption {
+	if len(opts) == 0 {
+		opts = []string{optionAllowOnce}
+		if always != "" {
+			opts = append(opts, optionAllowAlways)
+		}
+		opts = append(opts, optionDeny)
+	}
+	var out []*tacklev1.PermissionOption
+	for _, o := range opts {
+		switch o {
+		case optionAllowOnce:
+			out = append(out, &tacklev1.PermissionOption{Option: o, Label: "Yes, this once"})
+		case optionAllowAlways:
+			if always == "" {
+				continue
+			}
+			out = append(out,
+				&tacklev1.PermissionOption{Option: o, Scope: tacklev1.Scope_SCOPE_SESSION, Rule: always, Label: "Yes, and allow " + always + " for the rest of this session"},
+				&tacklev1.PermissionOption{Option: o, Scope: tacklev1.Scope_SCOPE_PROJECT, Rule: always, Label: "Yes, and allow " + always + " in this project (.tackle/settings.local.json)"},
+				&tacklev1.PermissionOption{Option: o, Scope: tacklev1.Scope_SCOPE_USER, Rule: always, Label: "Yes, and allow " + always + " everywhere (your tackle settings)"},
+			)
+		case optionDeny:
+			out = append(out,
+				&tacklev1.PermissionOption{Option: o, Label: "No"},
+				&tacklev1.PermissionOption{Option: optionDenyWithFeedback, Label: "No, and tell the model what to do instead"},
+			)
+		default:
+			out = append(out, &tacklev1.PermissionOption{Option: o, Label: o})
+		}
+	}
+	return out
 }
 
 func resolutionToProto(r *event.PermissionResolution) *tacklev1.PermissionResolved {
 	if r == nil {
 		return nil
 	}
-	return &tacklev1.PermissionResolved{
+	out := &tacklev1.PermissionResolved{
 		RequestId: r.RequestID,
 		Decision:  r.Decision,
 		ClientId:  r.ClientID,
 		Feedback:  r.Feedback,
 	}
+	if r.ClientID != "" {
+		out.ClientName = clientName(r.ClientID)
+	}
+	return out
 }
 
 func sessionChangeToProto(c *event.SessionChange, id string) *tacklev1.Session {
@@ -125,6 +177,7 @@ func eventToProto(e *event.Event) *tacklev1.Event {
 		Resolution: resolutionToProto(e.Resolution),
 		Session:    sessionChangeToProto(e.Session, e.SessionID),
 		Shell:      shellToProto(e.Shell),
+		HookRun:    hookRunToProto(e.Hook),
 	}
 	if e.Turn != nil {
 		out.Calls = callsToProto(e.Turn.Calls)
@@ -133,6 +186,20 @@ func eventToProto(e *event.Event) *tacklev1.Event {
 		out.Text = e.Session.Note
 	}
 	return out
+}
+
+func hookRunToProto(in *event.HookRun) *tacklev1.HookRun {
+	if in == nil {
+		return nil
+	}
+	return &tacklev1.HookRun{
+		Hook:       in.Hook,
+		HookEvent:  in.Event,
+		Tool:       in.Tool,
+		Outcome:    in.Outcome,
+		Reason:     in.Reason,
+		DurationMs: in.DurationMS,
+	}
 }
 
 func shellToProto(in *event.ShellInfo) *tacklev1.BackgroundShell {

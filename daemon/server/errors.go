@@ -35,14 +35,18 @@ func codedf(code codes.Code, format string, args ...any) error {
 }
 
 // codeOf maps a domain error to its gRPC status code. It is the one place
-// where this happens.
+// where this happens. An error with an InvalidArgument() bool method that
+// returns true (from the packages the server is given) is InvalidArgument.
 func codeOf(err error) codes.Code {
 	var inv *invalidError
 	var coded *codedError
+	var marked interface{ InvalidArgument() bool }
 	switch {
 	case err == nil:
 		return codes.OK
 	case errors.As(err, &inv):
+		return codes.InvalidArgument
+	case errors.As(err, &marked) && marked.InvalidArgument():
 		return codes.InvalidArgument
 	case errors.As(err, &coded):
 		return coded.code

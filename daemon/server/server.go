@@ -66,6 +66,22 @@ type Options struct {
 	// Shells are the sessions' background shells, listed in snapshots and
 	// served by ListShells, ReadShellOutput and KillShell. Nil means none.
 	Shells Shells
+	// Trust is the workspace trust store: snapshots say what an untrusted
+	// project's settings lose, and the Trust RPCs change it. Nil means no
+	// trust information (the Trust RPCs are unimplemented).
+	Trust *config.Trust
+	// Permissions explains decisions and lists rules (nil: Explain and
+	// ListRules are unimplemented).
+	Permissions Permissions
+	// SessionLoaded, if set, is called once for every session the server
+	// creates or loads first in this run (created reports a new session).
+	SessionLoaded func(sess *session.Session, created bool)
+	// SessionDeleted, if set, is called after a session was deleted, with
+	// the session as it was (its state can be read; appends fail).
+	SessionDeleted func(sess *session.Session)
+	// AskTimeout, if set, gives the permission timeout of a batch that sets
+	// none, from the settings of a session's root (0: the dispatcher's default).
+	AskTimeout func(root string) time.Duration
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.
@@ -101,6 +117,11 @@ type Server struct {
 
 	settingsMu sync.Mutex        // guards reported; held while a change is reported
 	reported   map[string]string // by session id: the settings problems last reported to it
+
+	clientsByID clientRegistry // every client id handed out, with its process
+
+	loadedMu sync.Mutex      // guards loaded
+	loaded   map[string]bool // sessions SessionLoaded was called for
 }
 
 // New builds a server. It starts no goroutines.

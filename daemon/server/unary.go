@@ -47,6 +47,7 @@ func (s *Server) CreateSession(ctx context.Context, req *tacklev1.CreateSessionR
 	if created {
 		s.log.Info("session created", "session", sess.ID(), "cwd", req.GetCwd())
 	}
+	s.noteLoaded(sess, created)
 	return &tacklev1.CreateSessionResponse{Session: s.sessionProto(sess.Info()), Created: created}, nil
 }
 
@@ -77,11 +78,14 @@ func (s *Server) DeleteSession(ctx context.Context, req *tacklev1.DeleteSessionR
 	if req.GetId() == "" {
 		return nil, toStatus(invalidf("session id is required"))
 	}
-	if running := s.disp.Running(req.GetId()); len(running) > 0 {
-		return nil, toStatus(codedf(codes.FailedPrecondition, "session %s has %d calls running: cancel them first", req.GetId(), len(running)))
-	}
-	if _, err := s.session(ctx, req.GetId()); err != nil {
+	sess, err := s.session(ctx, req.GetId())
+	if err != nil {
 		return nil, toStatus(err)
+	}
+	// Calls still running end first (as cancelled, in the log), so that
+	// every call keeps its one result until the log goes.
+	if err := s.disp.CancelSession(ctx, req.GetId()); err != nil {
+		return nil, toStatus(codedf(codes.DeadlineExceeded, "%v", err))
 	}
 	// The shells go first: they write into the outputs directory that the
 	// delete removes.
@@ -92,6 +96,12 @@ func (s *Server) DeleteSession(ctx context.Context, req *tacklev1.DeleteSessionR
 		return nil, toStatus(err)
 	}
 	s.forgetSession(req.GetId())
+	s.loadedMu.Lock()
+	delete(s.loaded, req.GetId())
+	s.loadedMu.Unlock()
+	if s.opts.SessionDeleted != nil {
+		s.opts.SessionDeleted(sess)
+	}
 	s.log.Info("session deleted", "session", req.GetId())
 	return &tacklev1.DeleteSessionResponse{}, nil
 }
@@ -113,12 +123,13 @@ func (s *Server) ListTools(ctx context.Context, req *tacklev1.ListToolsRequest) 
 }
 
 // AnswerPermission implements TackleService.
-func (s *Server) AnswerPermission(_ context.Context, req *tacklev1.AnswerPermissionRequest) (*tacklev1.AnswerPermissionResponse, error) {
+func (s *Server) AnswerPermission(ctx context.Context, req *tacklev1.AnswerPermissionRequest) (*tacklev1.AnswerPermissionResponse, error) {
 	name := req.GetClientName()
 	if name == "" {
 		name = "unary"
 	}
 	clientID := s.newID(name + "-")
+	s.clientsByID.put(clientID, peerClient(ctx, name))
 	a, err := answerFromProto(req.GetAnswer(), clientID)
 	if err != nil {
 		return nil, toStatus(err)
@@ -157,7 +168,28 @@ func (s *Server) session(ctx context.Context, id string) (*session.Session, erro
 	if id == "" {
 		return nil, invalidf("session id is required")
 	}
-	return s.sessions.Get(ctx, id)
+	sess, err := s.sessions.Get(ctx, id)
+	if err == nil {
+		s.noteLoaded(sess, false)
+	}
+	return sess, err
+}
+
+// noteLoaded calls Options.SessionLoaded the first time this run serves sess.
+func (s *Server) noteLoaded(sess *session.Session, created bool) {
+	if s.opts.SessionLoaded == nil {
+		return
+	}
+	s.loadedMu.Lock()
+	if s.loaded == nil {
+		s.loaded = map[string]bool{}
+	}
+	first := !s.loaded[sess.ID()]
+	s.loaded[sess.ID()] = true
+	s.loadedMu.Unlock()
+	if first {
+		s.opts.SessionLoaded(sess, created)
+	}
 }
 
 // rss returns the resident set size of this process, 0 if unknown.

@@ -96,6 +96,9 @@ type Options struct {
 	StateDir string
 	// Logger receives errors the tool.Mutator methods cannot return (default: none).
 	Logger hclog.Logger
+	// OnCwdChange, if set, is called after a session's current directory
+	// moved (Bash's cd), with the old and the new directory.
+	OnCwdChange func(s *Session, oldDir, newDir string)
 }
 
 // Manager creates, loads and deletes sessions. It is safe for concurrent use.

@@ -245,16 +245,21 @@ func (s *Session) SetCwd(dir string) {
 
 // ChangeCwd is SetCwd with an error.
 func (s *Session) ChangeCwd(dir string) error {
-	real, err := resolveDir("cwd", dir, s.Cwd())
+	old := s.Cwd()
+	real, err := resolveDir("cwd", dir, old)
 	if err != nil {
 		return err
 	}
-	return s.update("changing cwd", &event.SessionChange{Cwd: real}, func(r *store.SessionRow) {
+	err = s.update("changing cwd", &event.SessionChange{Cwd: real}, func(r *store.SessionRow) {
 		r.CurrentDir = real
 		if real == r.Cwd {
 			r.CurrentDir = ""
 		}
 	})
+	if err == nil && real != old && s.m.opts.OnCwdChange != nil {
+		s.m.opts.OnCwdChange(s, old, real)
+	}
+	return err
 }
 
 // SetPermissionMode changes the stored permission mode (one of

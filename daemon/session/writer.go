@@ -177,7 +177,7 @@ func (wr *writer) loop() {
 		deadline = time.Time{}
 		ws := make([]store.Write, 0, n)
 		for _, it := range batch {
-			if it.w.Event != nil || it.w.SessionID != "" {
+			if it.w.Event != nil || it.w.Audit != nil || it.w.SessionID != "" {
 				ws = append(ws, it.w)
 			}
 		}

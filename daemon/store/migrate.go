@@ -68,6 +68,44 @@ DROP TABLE events;
 	`
 ALTER TABLE sessions ADD COLUMN current_dir TEXT NOT NULL DEFAULT '';
 `,
+	// 4: permissions: a session's own "always" rules, the audit log of
+	// every permission decision (kept when its session is deleted), and the
+	// turns that have started but not ended, maintained with the event log
+	// (see BatchWriter.Write) so that a daemon killed mid-turn can end them
+	// at its next start.
+	`
+CREATE TABLE session_rules (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	rule       TEXT NOT NULL,
+	created_at INTEGER NOT NULL, -- unix nanoseconds
+	PRIMARY KEY (session_id, rule)
+) WITHOUT ROWID;
+
+CREATE TABLE audit (
+	id           INTEGER PRIMARY KEY,
+	session_id   TEXT NOT NULL,
+	call_id      TEXT NOT NULL,
+	tool         TEXT NOT NULL,
+	input_sha256 TEXT NOT NULL,
+	outcome      TEXT NOT NULL, -- allow, deny
+	decided_by   TEXT NOT NULL, -- rule, hook, mode, tool, default, user, timeout, cancelled
+	rule         TEXT NOT NULL DEFAULT '',
+	reason       TEXT NOT NULL DEFAULT '',
+	client_name  TEXT NOT NULL DEFAULT '',
+	client_pid   INTEGER NOT NULL DEFAULT 0,
+	client_uid   INTEGER NOT NULL DEFAULT 0,
+	scope        TEXT NOT NULL DEFAULT '',
+	time         INTEGER NOT NULL -- unix nanoseconds
+);
+CREATE INDEX audit_session ON audit (session_id, id);
+
+CREATE TABLE open_turns (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	turn_id    TEXT NOT NULL,
+	start_seq  INTEGER NOT NULL, -- seq of the turn_started event
+	PRIMARY KEY (session_id, turn_id)
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -197,10 +197,41 @@ func (s *Store) AppendEvent(ctx context.Context, e *event.Event) error {
 	if err != nil {
 		return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
 	}
-	if _, err := s.db.ExecContext(ctx, insertChunk, e.SessionID, int64(e.Seq), int64(e.Seq), "["+string(b)+"]"); err != nil {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain("writing to", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it does nothing
+	if _, err := tx.ExecContext(ctx, insertChunk, e.SessionID, int64(e.Seq), int64(e.Seq), "["+string(b)+"]"); err != nil {
 		return s.explain(fmt.Sprintf("appending event %d of session %s to", e.Seq, e.SessionID), err)
 	}
+	if q, args := openTurnWrite(e); q != "" {
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return s.explain("recording an open turn in", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain("writing to", err)
+	}
 	return nil
+}
+
+const (
+	insertOpenTurn = `INSERT OR REPLACE INTO open_turns (session_id, turn_id, start_seq) VALUES (?, ?, ?)`
+	deleteOpenTurn = `DELETE FROM open_turns WHERE session_id = ? AND turn_id = ?`
+)
+
+// openTurnWrite is the open_turns statement an event implies: a row for
+// turn_started, its removal for turn_ended, else none.
+func openTurnWrite(e *event.Event) (string, []any) {
+	switch {
+	case e.TurnID == "":
+	case e.Type == event.TurnStarted:
+		return insertOpenTurn, []any{e.SessionID, e.TurnID, int64(e.Seq)}
+	case e.Type == event.TurnEnded:
+		return deleteOpenTurn, []any{e.SessionID, e.TurnID}
+	}
+	return "", nil
 }
 
 const insertChunk = `INSERT INTO event_chunks (session_id, first_seq, last_seq, json) VALUES (?, ?, ?, ?)`
@@ -281,10 +312,12 @@ func (s *Store) FileStates(ctx context.Context, sessionID string) (map[string]to
 	return out, nil
 }
 
-// Write is one row of a batch written by WriteBatch: an event, or the
-// read-state of a file (Event nil, SessionID and File set).
+// Write is one row of a batch written by WriteBatch: an event, an audit
+// row (Audit set), or the read-state of a file (Event and Audit nil,
+// SessionID and File set).
 type Write struct {
 	Event     *event.Event
+	Audit     *AuditRow
 	SessionID string
 	File      tool.FileState
 }
@@ -293,9 +326,9 @@ type Write struct {
 // prepared once, for the session log's background writer. It is not safe for
 // concurrent use.
 type BatchWriter struct {
-	s        *Store
-	conn     *sql.Conn
-	ev, file *sql.Stmt
+	s               *Store
+	conn            *sql.Conn
+	ev, file, audit *sql.Stmt
 }
 
 // NewBatchWriter reserves a connection for batched writes. Close releases it.
@@ -309,6 +342,9 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 		w.file, err = conn.PrepareContext(ctx, `INSERT INTO read_state (session_id, path, json) VALUES (?, ?, ?)
 			ON CONFLICT (session_id, path) DO UPDATE SET json = excluded.json`)
 	}
+	if err == nil {
+		w.audit, err = conn.PrepareContext(ctx, insertAudit)
+	}
 	if err != nil {
 		w.Close()
 		return nil, s.explain("writing to", err)
@@ -318,12 +354,12 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 
 // Close releases the connection. It is idempotent.
 func (w *BatchWriter) Close() error {
-	for _, st := range []*sql.Stmt{w.ev, w.file} {
+	for _, st := range []*sql.Stmt{w.ev, w.file, w.audit} {
 		if st != nil {
 			st.Close()
 		}
 	}
-	w.ev, w.file = nil, nil
+	w.ev, w.file, w.audit = nil, nil, nil
 	if w.conn == nil {
 		return nil
 	}
@@ -335,7 +371,8 @@ func (w *BatchWriter) Close() error {
 // Write stores the writes in one transaction: all or none. The events of
 // each session become one chunk; they must be in seq order and gapless (the
 // session package queues them so). Of several read-states of one file, the
-// last is kept.
+// last is kept. A turn_started event records its turn as open, a
+// turn_ended event closes it (see OpenTurns).
 func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 	type chunk struct {
 		first, last uint64
@@ -346,8 +383,23 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 	type fileKey struct{ session, path string }
 	files := map[fileKey]tool.FileState{}
 	var fileOrder []fileKey
+	var turnWrites []struct {
+		q    string
+		args []any
+	}
+	var audits []*AuditRow
 	for _, x := range ws {
+		if x.Audit != nil {
+			audits = append(audits, x.Audit)
+			continue
+		}
 		if e := x.Event; e != nil {
+			if q, args := openTurnWrite(e); q != "" {
+				turnWrites = append(turnWrites, struct {
+					q    string
+					args []any
+				}{q, args})
+			}
 			b, err := json.Marshal(e)
 			if err != nil {
 				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
@@ -396,6 +448,16 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 		}
 		if _, err := w.file.ExecContext(ctx, k.session, f.Path, string(b)); err != nil {
 			return w.s.explain("recording read-state in", err)
+		}
+	}
+	for _, tw := range turnWrites {
+		if _, err := w.conn.ExecContext(ctx, tw.q, tw.args...); err != nil {
+			return w.s.explain("recording an open turn in", err)
+		}
+	}
+	for _, a := range audits {
+		if _, err := w.audit.ExecContext(ctx, a.args()...); err != nil {
+			return w.s.explain("recording a permission decision in", err)
 		}
 	}
 	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {

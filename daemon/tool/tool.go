@@ -183,6 +183,11 @@ type Access struct {
 	// allowed for an allow rule to allow the call; any one matching a deny or
 	// ask rule denies or asks.
 	Commands []string
+	// CommandsReadOnly parallels Commands: true where that command on its
+	// own is a known read-only command whose paths all lie inside the
+	// working directories (the tool's check passes it), so an allow rule
+	// need not cover it (`ls && npm test` with `Bash(npm test *)`).
+	CommandsReadOnly []bool
 	// Reads are absolute paths (symlinks resolved) the call reads, for
 	// Read(spec) rules: the file of Read, the root of Grep and Glob, the file
 	// arguments of cat/head/grep… in Bash.

@@ -272,3 +272,130 @@ func TestSIGTERMCancelsInFlightCall(t *testing.T) {
 		t.Errorf("the cancelled Write wrote its file: %v", err)
 	}
 }
+
+// TestSIGKILLRecovery: a daemon killed while a call waits for a permission
+// answer leaves an unfinished turn; the next daemon ends it at start:
+// permission_resolved cancelled, a cancelled call_result that says why,
+// turn_ended. The call never runs.
+func TestSIGKILLRecovery(t *testing.T) {
+	e := newEnv(t)
+	p := e.start(t)
+	project := t.TempDir()
+	target := filepath.Join(project, "never.txt")
+
+	conn, err := daemontest.Dial(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cl := tacklev1.NewTackleServiceClient(conn)
+	cs, err := cl.CreateSession(ctx, &tacklev1.CreateSessionRequest{Cwd: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cs.GetSession().GetId()
+	st, err := cl.Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*tacklev1.ClientMessage{
+		{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "test"}}},
+		{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}},
+		{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{SessionId: id, Ref: "b", Calls: []*tacklev1.ToolCall{
+			{Id: "r1", Name: "Read", InputJson: `{"file_path":"` + filepath.Join(project, "missing.txt") + `"}`},
+			{Id: "w1", Name: "Write", InputJson: `{"file_path":"` + target + `","content":"x"}`},
+			{Id: "w2", Name: "Write", InputJson: `{"file_path":"` + target + `2","content":"x"}`},
+		}}}},
+	} {
+		if err := st.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var turn, request string
+	for request == "" {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ba := m.GetBatchAccepted(); ba != nil {
+			turn = ba.GetTurnId()
+		}
+		if ev := m.GetEvent(); ev.GetType() == "permission_requested" {
+			request = ev.GetPermission().GetRequestId()
+		}
+	}
+	// The request is committed before it is published: SIGKILL now.
+	if code := p.stop(t, syscall.SIGKILL); code != -1 {
+		t.Fatalf("exit status after SIGKILL = %d, want -1 (killed)", code)
+	}
+	conn.Close()
+
+	e.start(t)
+	conn2, err := daemontest.Dial(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn2.Close()
+	st2, err := tacklev1.NewTackleServiceClient(conn2).Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []*tacklev1.ClientMessage{
+		{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "test"}}},
+		{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}},
+	} {
+		if err := st2.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w, err := st2.Recv(); err != nil || w.GetWelcome() == nil {
+		t.Fatalf("no welcome: %v, %v", w, err)
+	}
+	snap, err := st2.Recv()
+	if err != nil || snap.GetSnapshot() == nil {
+		t.Fatalf("no snapshot: %v, %v", snap, err)
+	}
+	if n := len(snap.GetSnapshot().GetPendingPermissions()); n != 0 {
+		t.Errorf("%d requests still pending after the restart", n)
+	}
+	var got []string
+	for {
+		m, err := st2.Recv()
+		if err != nil {
+			t.Fatalf("no turn_ended for %s after restart: %v (got %v)", turn, err, got)
+		}
+		ev := m.GetEvent()
+		if ev.GetTurnId() != turn {
+			continue
+		}
+		switch ev.GetType() {
+		case "permission_resolved":
+			r := ev.GetResolution()
+			got = append(got, "resolved "+r.GetRequestId()+" "+r.GetDecision())
+		case "call_result":
+			r := ev.GetResult()
+			text := ""
+			for _, c := range r.GetContent() {
+				text += c.GetText()
+			}
+			got = append(got, "result "+ev.GetCallId()+" "+r.GetStatus())
+			if r.GetStatus() == "cancelled" && !strings.Contains(text, "tackled restarted while the call was") {
+				t.Errorf("cancelled result of %s does not say why: %q", ev.GetCallId(), text)
+			}
+		case "turn_ended":
+			got = append(got, "turn_ended")
+		}
+		if ev.GetType() == "turn_ended" {
+			break
+		}
+	}
+	want := []string{"result r1 invalid", "resolved " + request + " cancelled", "result w1 cancelled", "result w2 cancelled", "turn_ended"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the turn after the restart:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if _, err := os.Stat(target); !os.IsNotExist(err) {
+		t.Errorf("the killed Write wrote its file: %v", err)
+	}
+}

@@ -52,21 +52,41 @@ func absPath(env tool.Env, p string) (string, error) {
 }
 
 // realPath resolves the symlinks of p. For a path that does not exist yet it
-// resolves the nearest existing parent and appends the rest.
+// resolves the nearest existing parent and appends the rest; a dangling
+// symlink on the way is followed to where it points, as a write through it
+// would be.
 func realPath(p string) string {
 	p = filepath.Clean(p)
-	var rest []string
-	for {
+	for hops := 0; hops < 40; hops++ {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return filepath.Join(append([]string{r}, rest...)...)
+			return r
 		}
-		parent := filepath.Dir(p)
-		if parent == p {
-			return filepath.Join(append([]string{p}, rest...)...)
+		var rest []string
+		dir := p
+		for {
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				return p
+			}
+			rest = append([]string{filepath.Base(dir)}, rest...)
+			dir = parent
+			r, err := filepath.EvalSymlinks(dir)
+			if err != nil {
+				continue
+			}
+			first := filepath.Join(r, rest[0])
+			target, err := os.Readlink(first)
+			if err != nil {
+				return filepath.Join(append([]string{r}, rest...)...)
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(r, target)
+			}
+			p = filepath.Join(append([]string{target}, rest[1:]...)...)
+			break
 		}
-		rest = append([]string{filepath.Base(p)}, rest...)
-		p = parent
 	}
+	return p // a symlink loop: the path as given
 }
 
 // insideDirs reports whether the real path p is inside one of dirs, whose
@@ -86,7 +106,9 @@ func insideDirs(p string, dirs []string) bool {
 	return false
 }
 
-// accessFor builds the Access of a call on file_path.
+// accessFor builds the Access of a call on file_path: a read (Reads) or an
+// edit (Writes) of its real path. A change to a protected path (tool.ProtectedPath,
+// checked on the path as given and on its real path) is always asked.
 func accessFor(call *tool.Call, kind tool.AccessKind, filePath string) (tool.Access, error) {
 	p, err := absPath(call.Env, filePath)
 	if err != nil {
@@ -97,7 +119,19 @@ func accessFor(call *tool.Call, kind tool.AccessKind, filePath string) (tool.Acc
 	if call.Env != nil {
 		dirs = call.Env.WorkingDirs()
 	}
-	return tool.Access{Kind: kind, Paths: []string{r}, InsideWorkingDirs: insideDirs(r, dirs)}, nil
+	acc := tool.Access{Kind: kind, Paths: []string{r}, InsideWorkingDirs: insideDirs(r, dirs)}
+	if kind != tool.AccessEdit {
+		acc.Reads = []string{r}
+		return acc, nil
+	}
+	acc.Writes = []string{r}
+	for _, q := range []string{r, p} {
+		if name := tool.ProtectedPath(q); name != "" {
+			acc.AlwaysAsk = fmt.Sprintf("%s is a protected path (%s): changes to it are always asked", q, name)
+			break
+		}
+	}
+	return acc, nil
 }
 
 // lookupState finds the recorded state of a file: by its real path first,

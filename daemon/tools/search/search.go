@@ -77,7 +77,8 @@ func resolvePath(env tool.Env, p string) string {
 	return filepath.Clean(p)
 }
 
-// access reports a read of root, resolving symbolic links where they exist.
+// access reports a read of root (Paths and Reads), resolving symbolic links
+// where they exist.
 func access(env tool.Env, root string) tool.Access {
 	real := realPath(root)
 	inside := false
@@ -89,7 +90,7 @@ func access(env tool.Env, root string) tool.Access {
 			}
 		}
 	}
-	return tool.Access{Kind: tool.AccessRead, Paths: []string{real}, InsideWorkingDirs: inside}
+	return tool.Access{Kind: tool.AccessRead, Paths: []string{real}, Reads: []string{real}, InsideWorkingDirs: inside}
 }
 
 // realPath resolves symbolic links in p, or returns p when that fails.

@@ -207,10 +207,58 @@ func TestAttributesAndPermission(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := tool.Access{Kind: tool.AccessRead, Paths: []string{tc.want}, InsideWorkingDirs: tc.inside}
+			want := tool.Access{Kind: tool.AccessRead, Paths: []string{tc.want}, Reads: []string{tc.want}, InsideWorkingDirs: tc.inside}
 			if diff := cmp.Diff(want, acc); diff != "" {
 				t.Errorf("%s %s access (-want +got):\n%s", tl.Spec().Name, tc.path, diff)
 			}
+		}
+	}
+}
+
+// TestPermissionReads checks the search root each call reports in Reads,
+// for Read(spec) rules: the directory actually walked, symlinks resolved.
+func TestPermissionReads(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, root, map[string]string{"src/a.go": "x", "secrets/key": "k"})
+	writeFiles(t, outside, map[string]string{"data/x.txt": "x"})
+	if err := os.Symlink(filepath.Join(outside, "data"), filepath.Join(root, "data")); err != nil {
+		t.Fatal(err)
+	}
+	grep, glob := tools()
+	for _, tc := range []struct {
+		tl     tool.Tool
+		input  map[string]any
+		want   string
+		inside bool
+	}{
+		{grep, map[string]any{"pattern": "x"}, root, true},
+		{grep, map[string]any{"pattern": "x", "path": "secrets"}, filepath.Join(root, "secrets"), true},
+		{grep, map[string]any{"pattern": "x", "path": "secrets/key"}, filepath.Join(root, "secrets/key"), true},
+		{grep, map[string]any{"pattern": "x", "path": filepath.Join(root, "src/../secrets")}, filepath.Join(root, "secrets"), true},
+		{grep, map[string]any{"pattern": "x", "path": "data"}, filepath.Join(outside, "data"), false},
+		{grep, map[string]any{"pattern": "x", "path": ".."}, filepath.Dir(root), false},
+		{glob, map[string]any{"pattern": "**/*.go"}, root, true},
+		{glob, map[string]any{"pattern": "secrets/*"}, filepath.Join(root, "secrets"), true},
+		{glob, map[string]any{"pattern": "secrets/key"}, filepath.Join(root, "secrets"), true},
+		{glob, map[string]any{"pattern": "*", "path": "data"}, filepath.Join(outside, "data"), false},
+		{glob, map[string]any{"pattern": "data/*.txt"}, filepath.Join(outside, "data"), false},
+		{glob, map[string]any{"pattern": filepath.Join(outside, "**")}, outside, false},
+		{glob, map[string]any{"pattern": "../*"}, filepath.Dir(root), false},
+	} {
+		raw, _ := json.Marshal(tc.input)
+		acc, err := tc.tl.CheckPermission(t.Context(), &tool.Call{Input: raw, Env: tooltest.At(root)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(acc.Reads) != 1 || acc.Reads[0] != tc.want || acc.InsideWorkingDirs != tc.inside || len(acc.Writes) != 0 {
+			t.Errorf("%s %v: access = %+v, want Reads [%s], inside %v", tc.tl.Spec().Name, tc.input, acc, tc.want, tc.inside)
 		}
 	}
 }

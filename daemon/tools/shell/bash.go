@@ -96,7 +96,9 @@ func (t *Bash) Validate(ctx context.Context, call *tool.Call) error {
 	return nil
 }
 
-// CheckPermission implements tool.Access: an exec access with the command.
+// CheckPermission implements tool.Tool: an exec access with the command,
+// its simple commands (Commands), the files it reads and writes (Reads,
+// Writes) and why it must always be asked (AlwaysAsk); see access.go.
 // InsideWorkingDirs is true only for a read-only command whose every
 // path-like argument resolves inside the working directories.
 func (t *Bash) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
@@ -108,6 +110,17 @@ func (t *Bash) CheckPermission(ctx context.Context, call *tool.Call) (tool.Acces
 	c := classify(in.Command)
 	if c.Parsed && c.ReadOnly {
 		acc.Paths, acc.InsideWorkingDirs = resolveRefs(call.Env, c.Refs)
+	}
+	sa := analyzeAccess(call.Env, in.Command)
+	acc.Commands, acc.Reads, acc.Writes, acc.AlwaysAsk = sa.Commands, sa.Reads, sa.Writes, sa.AlwaysAsk
+	acc.CommandsReadOnly = make([]bool, len(acc.Commands))
+	for i, cmd := range acc.Commands {
+		// Relative paths resolve against the current directory: a command
+		// after a cd may be judged outside when it is not, never the reverse
+		// (and a cd outside the working directories needs a rule anyway).
+		if cc := classify(cmd); cc.Parsed && cc.ReadOnly {
+			_, acc.CommandsReadOnly[i] = resolveRefs(call.Env, cc.Refs)
+		}
 	}
 	return acc, nil
 }

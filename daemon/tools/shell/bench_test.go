@@ -63,3 +63,17 @@ func BenchmarkBashGigabyte(b *testing.B) {
 	b.ReportMetric(float64(b.N)*1024/elapsed.Seconds(), "MB/s")
 	b.ReportMetric(float64(growth)/(1<<20), "peak-RSS-growth-MB")
 }
+
+// BenchmarkCheckPermission is the permission view of a 5-part compound
+// command: parsing, normalising and resolving its paths.
+func BenchmarkCheckPermission(b *testing.B) {
+	env := newEnv(b)
+	bash := &Bash{}
+	in, _ := json.Marshal(map[string]any{"command": "cd src && FOO=1 timeout 5 npm test 2>&1 | tee test.log; cat README.md | grep -n x > out.txt || echo failed"})
+	c := &tool.Call{ID: "toolu_bench", Name: "Bash", Input: in, Env: env}
+	for b.Loop() {
+		if _, err := bash.CheckPermission(context.Background(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -127,13 +127,15 @@ func (f *Fetch) Validate(ctx context.Context, call *tool.Call) error {
 	return err
 }
 
-// CheckPermission implements tool.Tool: network access to the URL's host.
+// CheckPermission implements tool.Tool: network access to the URL's host,
+// in Domain (and Command) for WebFetch(domain:…) rules.
 func (f *Fetch) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
 	_, u, err := f.plan(call)
 	if err != nil {
 		return tool.Access{}, err
 	}
-	return tool.Access{Kind: tool.AccessNetwork, Command: strings.ToLower(u.Hostname())}, nil
+	d := domainOf(u)
+	return tool.Access{Kind: tool.AccessNetwork, Command: d, Domain: d}, nil
 }
 
 // Run implements tool.Tool.

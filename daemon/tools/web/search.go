@@ -218,13 +218,15 @@ func (s *Search) Validate(ctx context.Context, call *tool.Call) error {
 	return err
 }
 
-// CheckPermission implements tool.Tool: network access to the backend's host.
+// CheckPermission implements tool.Tool: network access to the backend's
+// host, in Domain (and Command).
 func (s *Search) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
 	p, err := s.plan(call)
 	if err != nil {
 		return tool.Access{}, err
 	}
-	return tool.Access{Kind: tool.AccessNetwork, Command: strings.ToLower(p.backend.base.Hostname())}, nil
+	d := domainOf(p.backend.base)
+	return tool.Access{Kind: tool.AccessNetwork, Command: d, Domain: d}, nil
 }
 
 // hit is one search result.

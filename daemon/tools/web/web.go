@@ -170,3 +170,12 @@ func unwrapSyscall(err error) error {
 		err = u
 	}
 }
+
+// domainOf is the host of u as permission rules match it: lowercased,
+// without the port, the brackets of an IPv6 address or a final dot.
+func domainOf(u *url.URL) string {
+	if u == nil {
+		return ""
+	}
+	return strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+}

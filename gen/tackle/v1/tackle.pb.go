@@ -1260,7 +1260,10 @@ type Snapshot struct {
 	PendingPermissions []*PermissionRequest   `protobuf:"bytes,2,rep,name=pending_permissions,json=pendingPermissions,proto3" json:"pending_permissions,omitempty"`
 	RunningCalls       []*RunningCall         `protobuf:"bytes,3,rep,name=running_calls,json=runningCalls,proto3" json:"running_calls,omitempty"`
 	// shells are the session's background shells, running or ended, oldest first.
-	Shells        []*BackgroundShell `protobuf:"bytes,4,rep,name=shells,proto3" json:"shells,omitempty"`
+	Shells []*BackgroundShell `protobuf:"bytes,4,rep,name=shells,proto3" json:"shells,omitempty"`
+	// trust says whether the session's project is trusted and, if not, which
+	// of its settings are ignored until it is.
+	Trust         *TrustInfo `protobuf:"bytes,5,opt,name=trust,proto3" json:"trust,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1323,6 +1326,86 @@ func (x *Snapshot) GetShells() []*BackgroundShell {
 	return nil
 }
 
+func (x *Snapshot) GetTrust() *TrustInfo {
+	if x != nil {
+		return x.Trust
+	}
+	return nil
+}
+
+// TrustInfo is the workspace trust of a session's project directory.
+type TrustInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dir is the project directory (the session's root).
+	Dir     string `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	Trusted bool   `protobuf:"varint,2,opt,name=trusted,proto3" json:"trusted,omitempty"`
+	// ignored lists what is ignored while the project is not trusted, e.g.
+	// "3 allow rules in /p/.tackle/settings.json".
+	Ignored []string `protobuf:"bytes,3,rep,name=ignored,proto3" json:"ignored,omitempty"`
+	// hint says how to trust it: "tackle trust /p".
+	Hint          string `protobuf:"bytes,4,opt,name=hint,proto3" json:"hint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustInfo) Reset() {
+	*x = TrustInfo{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustInfo) ProtoMessage() {}
+
+func (x *TrustInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustInfo.ProtoReflect.Descriptor instead.
+func (*TrustInfo) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *TrustInfo) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *TrustInfo) GetTrusted() bool {
+	if x != nil {
+		return x.Trusted
+	}
+	return false
+}
+
+func (x *TrustInfo) GetIgnored() []string {
+	if x != nil {
+		return x.Ignored
+	}
+	return nil
+}
+
+func (x *TrustInfo) GetHint() string {
+	if x != nil {
+		return x.Hint
+	}
+	return ""
+}
+
 // BackgroundShell is a command a session runs in the background (Bash with
 // run_in_background). Its whole output is in a file.
 type BackgroundShell struct {
@@ -1346,7 +1429,7 @@ type BackgroundShell struct {
 
 func (x *BackgroundShell) Reset() {
 	*x = BackgroundShell{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1358,7 +1441,7 @@ func (x *BackgroundShell) String() string {
 func (*BackgroundShell) ProtoMessage() {}
 
 func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1371,7 +1454,7 @@ func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackgroundShell.ProtoReflect.Descriptor instead.
 func (*BackgroundShell) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BackgroundShell) GetId() string {
@@ -1443,7 +1526,7 @@ type RunningCall struct {
 
 func (x *RunningCall) Reset() {
 	*x = RunningCall{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1538,7 @@ func (x *RunningCall) String() string {
 func (*RunningCall) ProtoMessage() {}
 
 func (x *RunningCall) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1551,7 @@ func (x *RunningCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunningCall.ProtoReflect.Descriptor instead.
 func (*RunningCall) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RunningCall) GetTurnId() string {
@@ -1513,7 +1596,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1525,7 +1608,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1538,7 +1621,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ContentBlock) GetType() string {
@@ -1587,7 +1670,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1682,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1695,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ToolResult) GetId() string {
@@ -1666,21 +1749,28 @@ func (x *ToolResult) GetDurationMs() int64 {
 
 // PermissionRequest is a call waiting for a person's answer.
 type PermissionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestId     string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	CallId        string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
-	Tool          string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
-	InputJson     string                 `protobuf:"bytes,4,opt,name=input_json,json=inputJson,proto3" json:"input_json,omitempty"`
-	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
-	Deadline      *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	TurnId        string                 `protobuf:"bytes,7,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	CallId    string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool      string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	InputJson string                 `protobuf:"bytes,4,opt,name=input_json,json=inputJson,proto3" json:"input_json,omitempty"`
+	Reason    string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Deadline  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	TurnId    string                 `protobuf:"bytes,7,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
+	// options are the answers a client may give, in the order to offer them.
+	Options []*PermissionOption `protobuf:"bytes,8,rep,name=options,proto3" json:"options,omitempty"`
+	// always_rule is the concrete rule an allow_always answer saves, e.g.
+	// "Bash(npm test *)" (empty when "always" cannot be offered).
+	AlwaysRule string `protobuf:"bytes,9,opt,name=always_rule,json=alwaysRule,proto3" json:"always_rule,omitempty"`
+	// session_id is set where requests of several sessions are listed.
+	SessionId     string `protobuf:"bytes,10,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1782,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1795,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1757,21 +1847,121 @@ func (x *PermissionRequest) GetTurnId() string {
 	return ""
 }
 
+func (x *PermissionRequest) GetOptions() []*PermissionOption {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *PermissionRequest) GetAlwaysRule() string {
+	if x != nil {
+		return x.AlwaysRule
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// PermissionOption is one answer a client may give to a permission request.
+type PermissionOption struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// option: allow_once, allow_always, deny, deny_with_feedback (a deny
+	// carrying feedback for the model).
+	Option string `protobuf:"bytes,1,opt,name=option,proto3" json:"option,omitempty"`
+	// label is for people.
+	Label string `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	// scope is where an allow_always answer saves its rule.
+	Scope Scope `protobuf:"varint,3,opt,name=scope,proto3,enum=tackle.v1.Scope" json:"scope,omitempty"`
+	// rule is the concrete rule an allow_always answer saves.
+	Rule          string `protobuf:"bytes,4,opt,name=rule,proto3" json:"rule,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermissionOption) Reset() {
+	*x = PermissionOption{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermissionOption) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermissionOption) ProtoMessage() {}
+
+func (x *PermissionOption) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
+func (*PermissionOption) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *PermissionOption) GetOption() string {
+	if x != nil {
+		return x.Option
+	}
+	return ""
+}
+
+func (x *PermissionOption) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *PermissionOption) GetScope() Scope {
+	if x != nil {
+		return x.Scope
+	}
+	return Scope_SCOPE_UNSPECIFIED
+}
+
+func (x *PermissionOption) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
 // PermissionResolved ends a permission request.
 type PermissionResolved struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// decision: allow_once, allow_always, deny, timeout, cancelled.
-	Decision      string `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
-	ClientId      string `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	Feedback      string `protobuf:"bytes,4,opt,name=feedback,proto3" json:"feedback,omitempty"`
+	Decision string `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
+	ClientId string `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Feedback string `protobuf:"bytes,4,opt,name=feedback,proto3" json:"feedback,omitempty"`
+	// client_name is the name the answering client gave in its Hello (or
+	// the one-shot answer's client_name), empty for a timeout or cancellation.
+	ClientName string `protobuf:"bytes,5,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	// scope is where an allow_always answer saved its rule.
+	Scope         string `protobuf:"bytes,6,opt,name=scope,proto3" json:"scope,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PermissionResolved) Reset() {
 	*x = PermissionResolved{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +1973,7 @@ func (x *PermissionResolved) String() string {
 func (*PermissionResolved) ProtoMessage() {}
 
 func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +1986,7 @@ func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionResolved.ProtoReflect.Descriptor instead.
 func (*PermissionResolved) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PermissionResolved) GetRequestId() string {
@@ -1827,6 +2017,126 @@ func (x *PermissionResolved) GetFeedback() string {
 	return ""
 }
 
+func (x *PermissionResolved) GetClientName() string {
+	if x != nil {
+		return x.ClientName
+	}
+	return ""
+}
+
+func (x *PermissionResolved) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+// HookRun is one run of a hook handler.
+type HookRun struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// hook names the handler: its command or url.
+	Hook string `protobuf:"bytes,1,opt,name=hook,proto3" json:"hook,omitempty"`
+	// hook_event is the hook event: PreToolUse, PostToolUse, SessionStart, ...
+	HookEvent string `protobuf:"bytes,2,opt,name=hook_event,json=hookEvent,proto3" json:"hook_event,omitempty"`
+	// outcome: allowed, denied, asked, blocked, error, timeout, ok, ...
+	Outcome    string `protobuf:"bytes,3,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Reason     string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	DurationMs int64  `protobuf:"varint,5,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// source is the settings file the handler comes from.
+	Source   string `protobuf:"bytes,6,opt,name=source,proto3" json:"source,omitempty"`
+	ExitCode int32  `protobuf:"varint,7,opt,name=exit_code,json=exitCode,proto3" json:"exit_code,omitempty"`
+	// tool is the tool of a tool event (PreToolUse, PostToolUse, ...).
+	Tool          string `protobuf:"bytes,8,opt,name=tool,proto3" json:"tool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HookRun) Reset() {
+	*x = HookRun{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HookRun) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HookRun) ProtoMessage() {}
+
+func (x *HookRun) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HookRun.ProtoReflect.Descriptor instead.
+func (*HookRun) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *HookRun) GetHook() string {
+	if x != nil {
+		return x.Hook
+	}
+	return ""
+}
+
+func (x *HookRun) GetHookEvent() string {
+	if x != nil {
+		return x.HookEvent
+	}
+	return ""
+}
+
+func (x *HookRun) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *HookRun) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *HookRun) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *HookRun) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *HookRun) GetExitCode() int32 {
+	if x != nil {
+		return x.ExitCode
+	}
+	return 0
+}
+
+func (x *HookRun) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
 // Event is one entry of a session's event log.
 type Event struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -1835,7 +2145,7 @@ type Event struct {
 	Time      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	// type: turn_started, call_state, call_progress, call_result, turn_ended,
 	// permission_requested, permission_resolved, session_updated, notice,
-	// todos_updated, shell_updated.
+	// todos_updated, shell_updated, hook_ran.
 	Type   string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	TurnId string `protobuf:"bytes,5,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	CallId string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -1854,14 +2164,16 @@ type Event struct {
 	Session *Session `protobuf:"bytes,14,opt,name=session,proto3" json:"session,omitempty"`
 	// shell is set for shell_updated: a background shell started, exited or
 	// was killed.
-	Shell         *BackgroundShell `protobuf:"bytes,15,opt,name=shell,proto3" json:"shell,omitempty"`
+	Shell *BackgroundShell `protobuf:"bytes,15,opt,name=shell,proto3" json:"shell,omitempty"`
+	// hook_run is set for hook_ran: a hook handler ran.
+	HookRun       *HookRun `protobuf:"bytes,16,opt,name=hook_run,json=hookRun,proto3" json:"hook_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1873,7 +2185,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1886,7 +2198,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1994,6 +2306,13 @@ func (x *Event) GetShell() *BackgroundShell {
 	return nil
 }
 
+func (x *Event) GetHookRun() *HookRun {
+	if x != nil {
+		return x.HookRun
+	}
+	return nil
+}
+
 // CreateSessionRequest creates a session.
 type CreateSessionRequest struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
@@ -2010,7 +2329,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2022,7 +2341,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2035,7 +2354,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -2085,7 +2404,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2097,7 +2416,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2110,7 +2429,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -2136,7 +2455,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2148,7 +2467,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2161,7 +2480,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -2174,7 +2493,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2505,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2518,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -2219,7 +2538,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2231,7 +2550,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2244,7 +2563,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -2264,7 +2583,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2276,7 +2595,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2289,7 +2608,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -2309,7 +2628,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2321,7 +2640,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2334,7 +2653,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -2353,7 +2672,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2365,7 +2684,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2378,7 +2697,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -2397,7 +2716,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2409,7 +2728,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2422,7 +2741,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -2490,7 +2809,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2821,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2834,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -2573,7 +2892,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2585,7 +2904,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2598,7 +2917,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -2632,7 +2951,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2644,7 +2963,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2657,7 +2976,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -2678,7 +2997,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +3009,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +3022,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -2731,7 +3050,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2743,7 +3062,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2756,7 +3075,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -2782,7 +3101,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2794,7 +3113,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2807,7 +3126,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
 }
 
 // StatusResponse describes the daemon.
@@ -2828,7 +3147,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2840,7 +3159,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2853,7 +3172,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -2928,7 +3247,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3259,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3272,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -2965,7 +3284,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3296,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3309,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
 }
 
 // ListShellsRequest names the session.
@@ -3003,7 +3322,7 @@ type ListShellsRequest struct {
 
 func (x *ListShellsRequest) Reset() {
 	*x = ListShellsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3015,7 +3334,7 @@ func (x *ListShellsRequest) String() string {
 func (*ListShellsRequest) ProtoMessage() {}
 
 func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3028,7 +3347,7 @@ func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
 func (*ListShellsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListShellsRequest) GetSessionId() string {
@@ -3048,7 +3367,7 @@ type ListShellsResponse struct {
 
 func (x *ListShellsResponse) Reset() {
 	*x = ListShellsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3060,7 +3379,7 @@ func (x *ListShellsResponse) String() string {
 func (*ListShellsResponse) ProtoMessage() {}
 
 func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3073,7 +3392,7 @@ func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
 func (*ListShellsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListShellsResponse) GetShells() []*BackgroundShell {
@@ -3098,7 +3417,7 @@ type ReadShellOutputRequest struct {
 
 func (x *ReadShellOutputRequest) Reset() {
 	*x = ReadShellOutputRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3110,7 +3429,7 @@ func (x *ReadShellOutputRequest) String() string {
 func (*ReadShellOutputRequest) ProtoMessage() {}
 
 func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3123,7 +3442,7 @@ func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ReadShellOutputRequest) GetSessionId() string {
@@ -3170,7 +3489,7 @@ type ReadShellOutputResponse struct {
 
 func (x *ReadShellOutputResponse) Reset() {
 	*x = ReadShellOutputResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3501,7 @@ func (x *ReadShellOutputResponse) String() string {
 func (*ReadShellOutputResponse) ProtoMessage() {}
 
 func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3514,7 @@ func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ReadShellOutputResponse) GetData() []byte {
@@ -3230,7 +3549,7 @@ type KillShellRequest struct {
 
 func (x *KillShellRequest) Reset() {
 	*x = KillShellRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3242,7 +3561,7 @@ func (x *KillShellRequest) String() string {
 func (*KillShellRequest) ProtoMessage() {}
 
 func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3255,7 +3574,7 @@ func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
 func (*KillShellRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *KillShellRequest) GetSessionId() string {
@@ -3283,7 +3602,7 @@ type KillShellResponse struct {
 
 func (x *KillShellResponse) Reset() {
 	*x = KillShellResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3295,7 +3614,7 @@ func (x *KillShellResponse) String() string {
 func (*KillShellResponse) ProtoMessage() {}
 
 func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3308,12 +3627,1219 @@ func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
 func (*KillShellResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *KillShellResponse) GetShell() *BackgroundShell {
 	if x != nil {
 		return x.Shell
+	}
+	return nil
+}
+
+// ListPendingPermissionsRequest names the session ("" for every session).
+type ListPendingPermissionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPendingPermissionsRequest) Reset() {
+	*x = ListPendingPermissionsRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPendingPermissionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPendingPermissionsRequest) ProtoMessage() {}
+
+func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPendingPermissionsRequest.ProtoReflect.Descriptor instead.
+func (*ListPendingPermissionsRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ListPendingPermissionsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// ListPendingPermissionsResponse lists the pending requests, oldest first.
+type ListPendingPermissionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requests      []*PermissionRequest   `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPendingPermissionsResponse) Reset() {
+	*x = ListPendingPermissionsResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPendingPermissionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPendingPermissionsResponse) ProtoMessage() {}
+
+func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPendingPermissionsResponse.ProtoReflect.Descriptor instead.
+func (*ListPendingPermissionsResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ListPendingPermissionsResponse) GetRequests() []*PermissionRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+// ExplainRequest describes a call to explain. The session is session_id,
+// else the default session of cwd (which must then be set).
+type ExplainRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd       string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Tool      string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// input_json is the tool input, a JSON object.
+	InputJson string `protobuf:"bytes,4,opt,name=input_json,json=inputJson,proto3" json:"input_json,omitempty"`
+	// permission_mode overrides the session's mode ("" = the session's).
+	PermissionMode string `protobuf:"bytes,5,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ExplainRequest) Reset() {
+	*x = ExplainRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainRequest) ProtoMessage() {}
+
+func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
+func (*ExplainRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ExplainRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetInputJson() string {
+	if x != nil {
+		return x.InputJson
+	}
+	return ""
+}
+
+func (x *ExplainRequest) GetPermissionMode() string {
+	if x != nil {
+		return x.PermissionMode
+	}
+	return ""
+}
+
+// RuleSource is where a permission rule comes from.
+type RuleSource struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// scope: managed, user, project, local, cli, session.
+	Scope string `protobuf:"bytes,1,opt,name=scope,proto3" json:"scope,omitempty"`
+	// path is the settings file (empty for the session's own rules).
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// line is the rule's line in the file (0 if unknown).
+	Line int32 `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
+	// index is the rule's position in its list.
+	Index         int32 `protobuf:"varint,4,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuleSource) Reset() {
+	*x = RuleSource{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuleSource) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuleSource) ProtoMessage() {}
+
+func (x *RuleSource) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuleSource.ProtoReflect.Descriptor instead.
+func (*RuleSource) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *RuleSource) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *RuleSource) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RuleSource) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *RuleSource) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// ExplainStep is one step of a permission decision.
+type ExplainStep struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Stage         string                 `protobuf:"bytes,1,opt,name=stage,proto3" json:"stage,omitempty"`
+	Outcome       string                 `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainStep) Reset() {
+	*x = ExplainStep{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainStep) ProtoMessage() {}
+
+func (x *ExplainStep) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainStep.ProtoReflect.Descriptor instead.
+func (*ExplainStep) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ExplainStep) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *ExplainStep) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *ExplainStep) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+// ExplainResponse is what the permission stage would decide.
+type ExplainResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// decision: allow, ask, deny.
+	Decision string `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	Reason   string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// rule is the rule that decided, as written (empty if none).
+	Rule string `protobuf:"bytes,3,opt,name=rule,proto3" json:"rule,omitempty"`
+	// source is where that rule comes from (unset if none).
+	Source *RuleSource `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// always_rule is the rule an "allow always" answer would save.
+	AlwaysRule string         `protobuf:"bytes,5,opt,name=always_rule,json=alwaysRule,proto3" json:"always_rule,omitempty"`
+	Chain      []*ExplainStep `protobuf:"bytes,6,rep,name=chain,proto3" json:"chain,omitempty"`
+	// decided_by: rule, hook, mode, tool, default.
+	DecidedBy string `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	// session_id is the session explained.
+	SessionId     string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExplainResponse) Reset() {
+	*x = ExplainResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExplainResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExplainResponse) ProtoMessage() {}
+
+func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
+func (*ExplainResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ExplainResponse) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetSource() *RuleSource {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetAlwaysRule() string {
+	if x != nil {
+		return x.AlwaysRule
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetChain() []*ExplainStep {
+	if x != nil {
+		return x.Chain
+	}
+	return nil
+}
+
+func (x *ExplainResponse) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
+func (x *ExplainResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// ListRulesRequest names the session (or a cwd for its default session).
+type ListRulesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRulesRequest) Reset() {
+	*x = ListRulesRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRulesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRulesRequest) ProtoMessage() {}
+
+func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRulesRequest.ProtoReflect.Descriptor instead.
+func (*ListRulesRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ListRulesRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListRulesRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+// PermissionRule is one effective permission rule.
+type PermissionRule struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Text  string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	Tool  string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	Spec  string                 `protobuf:"bytes,3,opt,name=spec,proto3" json:"spec,omitempty"`
+	// behavior: allow, ask, deny.
+	Behavior      string      `protobuf:"bytes,4,opt,name=behavior,proto3" json:"behavior,omitempty"`
+	Source        *RuleSource `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermissionRule) Reset() {
+	*x = PermissionRule{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermissionRule) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermissionRule) ProtoMessage() {}
+
+func (x *PermissionRule) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermissionRule.ProtoReflect.Descriptor instead.
+func (*PermissionRule) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *PermissionRule) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *PermissionRule) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *PermissionRule) GetSpec() string {
+	if x != nil {
+		return x.Spec
+	}
+	return ""
+}
+
+func (x *PermissionRule) GetBehavior() string {
+	if x != nil {
+		return x.Behavior
+	}
+	return ""
+}
+
+func (x *PermissionRule) GetSource() *RuleSource {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+// RuleProblem is a rule that does not parse (it is ignored).
+type RuleProblem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Source        *RuleSource            `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RuleProblem) Reset() {
+	*x = RuleProblem{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RuleProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RuleProblem) ProtoMessage() {}
+
+func (x *RuleProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RuleProblem.ProtoReflect.Descriptor instead.
+func (*RuleProblem) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *RuleProblem) GetSource() *RuleSource {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *RuleProblem) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *RuleProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// ListRulesResponse lists the rules in force, deny first, then ask, then allow.
+type ListRulesResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Rules         []*PermissionRule      `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
+	Problems      []*RuleProblem         `protobuf:"bytes,2,rep,name=problems,proto3" json:"problems,omitempty"`
+	Trust         *TrustInfo             `protobuf:"bytes,3,opt,name=trust,proto3" json:"trust,omitempty"`
+	SessionId     string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListRulesResponse) Reset() {
+	*x = ListRulesResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListRulesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListRulesResponse) ProtoMessage() {}
+
+func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListRulesResponse.ProtoReflect.Descriptor instead.
+func (*ListRulesResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ListRulesResponse) GetRules() []*PermissionRule {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *ListRulesResponse) GetProblems() []*RuleProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+func (x *ListRulesResponse) GetTrust() *TrustInfo {
+	if x != nil {
+		return x.Trust
+	}
+	return nil
+}
+
+func (x *ListRulesResponse) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+// AuditRequest filters the audit log.
+type AuditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// session_id limits the entries to one session ("" = all).
+	SessionId string `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// limit bounds the entries returned (0 = 1000).
+	Limit         uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditRequest) Reset() {
+	*x = AuditRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditRequest) ProtoMessage() {}
+
+func (x *AuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
+func (*AuditRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *AuditRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AuditRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// AuditEntry is one recorded permission decision.
+type AuditEntry struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	CallId    string                 `protobuf:"bytes,2,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	Tool      string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// input_sha256 is the hex SHA-256 of the call's input JSON.
+	InputSha256 string `protobuf:"bytes,4,opt,name=input_sha256,json=inputSha256,proto3" json:"input_sha256,omitempty"`
+	// outcome: allow or deny when nobody was asked; after an ask, the
+	// answer: allow_once, allow_always, deny, timeout or cancelled.
+	Outcome string `protobuf:"bytes,5,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	// decided_by: rule, hook, mode, tool, default, user, timeout, cancelled.
+	DecidedBy  string `protobuf:"bytes,6,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	Rule       string `protobuf:"bytes,7,opt,name=rule,proto3" json:"rule,omitempty"`
+	ClientName string `protobuf:"bytes,8,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	ClientPid  int32  `protobuf:"varint,9,opt,name=client_pid,json=clientPid,proto3" json:"client_pid,omitempty"`
+	ClientUid  uint32 `protobuf:"varint,10,opt,name=client_uid,json=clientUid,proto3" json:"client_uid,omitempty"`
+	// scope is where an allow_always answer saved its rule.
+	Scope         string                 `protobuf:"bytes,11,opt,name=scope,proto3" json:"scope,omitempty"`
+	Time          *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=time,proto3" json:"time,omitempty"`
+	Reason        string                 `protobuf:"bytes,13,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *AuditEntry) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetInputSha256() string {
+	if x != nil {
+		return x.InputSha256
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetRule() string {
+	if x != nil {
+		return x.Rule
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetClientName() string {
+	if x != nil {
+		return x.ClientName
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetClientPid() int32 {
+	if x != nil {
+		return x.ClientPid
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetClientUid() uint32 {
+	if x != nil {
+		return x.ClientUid
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *AuditEntry) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// AuditResponse lists audit entries, newest first.
+type AuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AuditEntry          `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditResponse) Reset() {
+	*x = AuditResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditResponse) ProtoMessage() {}
+
+func (x *AuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
+func (*AuditResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *AuditResponse) GetEntries() []*AuditEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+// TrustRequest names the directory to trust (absolute).
+type TrustRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustRequest) Reset() {
+	*x = TrustRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustRequest) ProtoMessage() {}
+
+func (x *TrustRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustRequest.ProtoReflect.Descriptor instead.
+func (*TrustRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *TrustRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+// TrustResponse tells what changed.
+type TrustResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Dir   string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	// already is set when dir (or a parent) was trusted before.
+	Already       bool `protobuf:"varint,2,opt,name=already,proto3" json:"already,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustResponse) Reset() {
+	*x = TrustResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustResponse) ProtoMessage() {}
+
+func (x *TrustResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustResponse.ProtoReflect.Descriptor instead.
+func (*TrustResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *TrustResponse) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *TrustResponse) GetAlready() bool {
+	if x != nil {
+		return x.Already
+	}
+	return false
+}
+
+// UntrustRequest names the directory to stop trusting (absolute).
+type UntrustRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UntrustRequest) Reset() {
+	*x = UntrustRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntrustRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntrustRequest) ProtoMessage() {}
+
+func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntrustRequest.ProtoReflect.Descriptor instead.
+func (*UntrustRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *UntrustRequest) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+// UntrustResponse tells what changed.
+type UntrustResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Dir   string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	// removed is false when dir itself was not in the list.
+	Removed bool `protobuf:"varint,2,opt,name=removed,proto3" json:"removed,omitempty"`
+	// still_trusted_by is a trusted parent that keeps dir trusted.
+	StillTrustedBy string `protobuf:"bytes,3,opt,name=still_trusted_by,json=stillTrustedBy,proto3" json:"still_trusted_by,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UntrustResponse) Reset() {
+	*x = UntrustResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UntrustResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UntrustResponse) ProtoMessage() {}
+
+func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UntrustResponse.ProtoReflect.Descriptor instead.
+func (*UntrustResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *UntrustResponse) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *UntrustResponse) GetRemoved() bool {
+	if x != nil {
+		return x.Removed
+	}
+	return false
+}
+
+func (x *UntrustResponse) GetStillTrustedBy() string {
+	if x != nil {
+		return x.StillTrustedBy
+	}
+	return ""
+}
+
+// ListTrustedRequest is empty.
+type ListTrustedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTrustedRequest) Reset() {
+	*x = ListTrustedRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTrustedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTrustedRequest) ProtoMessage() {}
+
+func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTrustedRequest.ProtoReflect.Descriptor instead.
+func (*ListTrustedRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
+}
+
+// ListTrustedResponse lists the trusted directories, sorted.
+type ListTrustedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dirs          []string               `protobuf:"bytes,1,rep,name=dirs,proto3" json:"dirs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTrustedResponse) Reset() {
+	*x = ListTrustedResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTrustedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTrustedResponse) ProtoMessage() {}
+
+func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTrustedResponse.ProtoReflect.Descriptor instead.
+func (*ListTrustedResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *ListTrustedResponse) GetDirs() []string {
+	if x != nil {
+		return x.Dirs
 	}
 	return nil
 }
@@ -3407,12 +4933,18 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"files_read\x18\t \x01(\rR\tfilesRead\x12\x1f\n" +
 	"\vcurrent_dir\x18\n" +
 	" \x01(\tR\n" +
-	"currentDir\"\xf8\x01\n" +
+	"currentDir\"\xa4\x02\n" +
 	"\bSnapshot\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12M\n" +
 	"\x13pending_permissions\x18\x02 \x03(\v2\x1c.tackle.v1.PermissionRequestR\x12pendingPermissions\x12;\n" +
 	"\rrunning_calls\x18\x03 \x03(\v2\x16.tackle.v1.RunningCallR\frunningCalls\x122\n" +
-	"\x06shells\x18\x04 \x03(\v2\x1a.tackle.v1.BackgroundShellR\x06shells\"\x9c\x02\n" +
+	"\x06shells\x18\x04 \x03(\v2\x1a.tackle.v1.BackgroundShellR\x06shells\x12*\n" +
+	"\x05trust\x18\x05 \x01(\v2\x14.tackle.v1.TrustInfoR\x05trust\"e\n" +
+	"\tTrustInfo\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
+	"\atrusted\x18\x02 \x01(\bR\atrusted\x12\x18\n" +
+	"\aignored\x18\x03 \x03(\tR\aignored\x12\x12\n" +
+	"\x04hint\x18\x04 \x01(\tR\x04hint\"\x9c\x02\n" +
 	"\x0fBackgroundShell\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\acommand\x18\x02 \x01(\tR\acommand\x12\x16\n" +
@@ -3442,7 +4974,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\acontent\x18\x05 \x03(\v2\x17.tackle.v1.ContentBlockR\acontent\x12\x18\n" +
 	"\adisplay\x18\x06 \x01(\tR\adisplay\x12\x1f\n" +
 	"\vduration_ms\x18\a \x01(\x03R\n" +
-	"durationMs\"\xe7\x01\n" +
+	"durationMs\"\xde\x02\n" +
 	"\x11PermissionRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
@@ -3452,13 +4984,38 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"input_json\x18\x04 \x01(\tR\tinputJson\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x126\n" +
 	"\bdeadline\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x17\n" +
-	"\aturn_id\x18\a \x01(\tR\x06turnId\"\x88\x01\n" +
+	"\aturn_id\x18\a \x01(\tR\x06turnId\x125\n" +
+	"\aoptions\x18\b \x03(\v2\x1b.tackle.v1.PermissionOptionR\aoptions\x12\x1f\n" +
+	"\valways_rule\x18\t \x01(\tR\n" +
+	"alwaysRule\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\n" +
+	" \x01(\tR\tsessionId\"|\n" +
+	"\x10PermissionOption\x12\x16\n" +
+	"\x06option\x18\x01 \x01(\tR\x06option\x12\x14\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\x12&\n" +
+	"\x05scope\x18\x03 \x01(\x0e2\x10.tackle.v1.ScopeR\x05scope\x12\x12\n" +
+	"\x04rule\x18\x04 \x01(\tR\x04rule\"\xbf\x01\n" +
 	"\x12PermissionResolved\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +
 	"\bdecision\x18\x02 \x01(\tR\bdecision\x12\x1b\n" +
 	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x1a\n" +
-	"\bfeedback\x18\x04 \x01(\tR\bfeedback\"\xa3\x04\n" +
+	"\bfeedback\x18\x04 \x01(\tR\bfeedback\x12\x1f\n" +
+	"\vclient_name\x18\x05 \x01(\tR\n" +
+	"clientName\x12\x14\n" +
+	"\x05scope\x18\x06 \x01(\tR\x05scope\"\xd8\x01\n" +
+	"\aHookRun\x12\x12\n" +
+	"\x04hook\x18\x01 \x01(\tR\x04hook\x12\x1d\n" +
+	"\n" +
+	"hook_event\x18\x02 \x01(\tR\thookEvent\x12\x18\n" +
+	"\aoutcome\x18\x03 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1f\n" +
+	"\vduration_ms\x18\x05 \x01(\x03R\n" +
+	"durationMs\x12\x16\n" +
+	"\x06source\x18\x06 \x01(\tR\x06source\x12\x1b\n" +
+	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x12\n" +
+	"\x04tool\x18\b \x01(\tR\x04tool\"\xd2\x04\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -3480,7 +5037,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"resolution\x18\r \x01(\v2\x1d.tackle.v1.PermissionResolvedR\n" +
 	"resolution\x12,\n" +
 	"\asession\x18\x0e \x01(\v2\x12.tackle.v1.SessionR\asession\x120\n" +
-	"\x05shell\x18\x0f \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell\"\xc2\x01\n" +
+	"\x05shell\x18\x0f \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell\x12-\n" +
+	"\bhook_run\x18\x10 \x01(\v2\x12.tackle.v1.HookRunR\ahookRun\"\xc2\x01\n" +
 	"\x14CreateSessionRequest\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x125\n" +
 	"\x16additional_directories\x18\x02 \x03(\tR\x15additionalDirectories\x12'\n" +
@@ -3565,7 +5123,103 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bshell_id\x18\x02 \x01(\tR\ashellId\"E\n" +
 	"\x11KillShellResponse\x120\n" +
-	"\x05shell\x18\x01 \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell*D\n" +
+	"\x05shell\x18\x01 \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell\">\n" +
+	"\x1dListPendingPermissionsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\"Z\n" +
+	"\x1eListPendingPermissionsResponse\x128\n" +
+	"\brequests\x18\x01 \x03(\v2\x1c.tackle.v1.PermissionRequestR\brequests\"\x9d\x01\n" +
+	"\x0eExplainRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x1d\n" +
+	"\n" +
+	"input_json\x18\x04 \x01(\tR\tinputJson\x12'\n" +
+	"\x0fpermission_mode\x18\x05 \x01(\tR\x0epermissionMode\"`\n" +
+	"\n" +
+	"RuleSource\x12\x14\n" +
+	"\x05scope\x18\x01 \x01(\tR\x05scope\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x12\n" +
+	"\x04line\x18\x03 \x01(\x05R\x04line\x12\x14\n" +
+	"\x05index\x18\x04 \x01(\x05R\x05index\"U\n" +
+	"\vExplainStep\x12\x14\n" +
+	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x18\n" +
+	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x95\x02\n" +
+	"\x0fExplainResponse\x12\x1a\n" +
+	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04rule\x18\x03 \x01(\tR\x04rule\x12-\n" +
+	"\x06source\x18\x04 \x01(\v2\x15.tackle.v1.RuleSourceR\x06source\x12\x1f\n" +
+	"\valways_rule\x18\x05 \x01(\tR\n" +
+	"alwaysRule\x12,\n" +
+	"\x05chain\x18\x06 \x03(\v2\x16.tackle.v1.ExplainStepR\x05chain\x12\x1d\n" +
+	"\n" +
+	"decided_by\x18\a \x01(\tR\tdecidedBy\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\b \x01(\tR\tsessionId\"C\n" +
+	"\x10ListRulesRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\"\x97\x01\n" +
+	"\x0ePermissionRule\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x12\n" +
+	"\x04spec\x18\x03 \x01(\tR\x04spec\x12\x1a\n" +
+	"\bbehavior\x18\x04 \x01(\tR\bbehavior\x12-\n" +
+	"\x06source\x18\x05 \x01(\v2\x15.tackle.v1.RuleSourceR\x06source\"j\n" +
+	"\vRuleProblem\x12-\n" +
+	"\x06source\x18\x01 \x01(\v2\x15.tackle.v1.RuleSourceR\x06source\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xc3\x01\n" +
+	"\x11ListRulesResponse\x12/\n" +
+	"\x05rules\x18\x01 \x03(\v2\x19.tackle.v1.PermissionRuleR\x05rules\x122\n" +
+	"\bproblems\x18\x02 \x03(\v2\x16.tackle.v1.RuleProblemR\bproblems\x12*\n" +
+	"\x05trust\x18\x03 \x01(\v2\x14.tackle.v1.TrustInfoR\x05trust\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\"C\n" +
+	"\fAuditRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\"\x85\x03\n" +
+	"\n" +
+	"AuditEntry\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
+	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12!\n" +
+	"\finput_sha256\x18\x04 \x01(\tR\vinputSha256\x12\x18\n" +
+	"\aoutcome\x18\x05 \x01(\tR\aoutcome\x12\x1d\n" +
+	"\n" +
+	"decided_by\x18\x06 \x01(\tR\tdecidedBy\x12\x12\n" +
+	"\x04rule\x18\a \x01(\tR\x04rule\x12\x1f\n" +
+	"\vclient_name\x18\b \x01(\tR\n" +
+	"clientName\x12\x1d\n" +
+	"\n" +
+	"client_pid\x18\t \x01(\x05R\tclientPid\x12\x1d\n" +
+	"\n" +
+	"client_uid\x18\n" +
+	" \x01(\rR\tclientUid\x12\x14\n" +
+	"\x05scope\x18\v \x01(\tR\x05scope\x12.\n" +
+	"\x04time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
+	"\x06reason\x18\r \x01(\tR\x06reason\"@\n" +
+	"\rAuditResponse\x12/\n" +
+	"\aentries\x18\x01 \x03(\v2\x15.tackle.v1.AuditEntryR\aentries\" \n" +
+	"\fTrustRequest\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\";\n" +
+	"\rTrustResponse\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
+	"\aalready\x18\x02 \x01(\bR\aalready\"\"\n" +
+	"\x0eUntrustRequest\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\"g\n" +
+	"\x0fUntrustResponse\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
+	"\aremoved\x18\x02 \x01(\bR\aremoved\x12(\n" +
+	"\x10still_trusted_by\x18\x03 \x01(\tR\x0estillTrustedBy\"\x14\n" +
+	"\x12ListTrustedRequest\")\n" +
+	"\x13ListTrustedResponse\x12\x12\n" +
+	"\x04dirs\x18\x01 \x03(\tR\x04dirs*D\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fROLE_CONTROLLER\x10\x01\x12\x11\n" +
@@ -3580,7 +5234,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\rSCOPE_SESSION\x10\x01\x12\x11\n" +
 	"\rSCOPE_PROJECT\x10\x02\x12\x0e\n" +
 	"\n" +
-	"SCOPE_USER\x10\x032\xab\a\n" +
+	"SCOPE_USER\x10\x032\xac\v\n" +
 	"\rTackleService\x12@\n" +
 	"\x06Attach\x12\x18.tackle.v1.ClientMessage\x1a\x18.tackle.v1.ServerMessage(\x010\x01\x12R\n" +
 	"\rCreateSession\x12\x1f.tackle.v1.CreateSessionRequest\x1a .tackle.v1.CreateSessionResponse\x12O\n" +
@@ -3595,7 +5249,14 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"ListShells\x12\x1c.tackle.v1.ListShellsRequest\x1a\x1d.tackle.v1.ListShellsResponse\x12X\n" +
 	"\x0fReadShellOutput\x12!.tackle.v1.ReadShellOutputRequest\x1a\".tackle.v1.ReadShellOutputResponse\x12F\n" +
-	"\tKillShell\x12\x1b.tackle.v1.KillShellRequest\x1a\x1c.tackle.v1.KillShellResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
+	"\tKillShell\x12\x1b.tackle.v1.KillShellRequest\x1a\x1c.tackle.v1.KillShellResponse\x12m\n" +
+	"\x16ListPendingPermissions\x12(.tackle.v1.ListPendingPermissionsRequest\x1a).tackle.v1.ListPendingPermissionsResponse\x12@\n" +
+	"\aExplain\x12\x19.tackle.v1.ExplainRequest\x1a\x1a.tackle.v1.ExplainResponse\x12F\n" +
+	"\tListRules\x12\x1b.tackle.v1.ListRulesRequest\x1a\x1c.tackle.v1.ListRulesResponse\x12:\n" +
+	"\x05Audit\x12\x17.tackle.v1.AuditRequest\x1a\x18.tackle.v1.AuditResponse\x12:\n" +
+	"\x05Trust\x12\x17.tackle.v1.TrustRequest\x1a\x18.tackle.v1.TrustResponse\x12@\n" +
+	"\aUntrust\x12\x19.tackle.v1.UntrustRequest\x1a\x1a.tackle.v1.UntrustResponse\x12L\n" +
+	"\vListTrusted\x12\x1d.tackle.v1.ListTrustedRequest\x1a\x1e.tackle.v1.ListTrustedResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
 
 var (
 	file_tackle_v1_tackle_proto_rawDescOnce sync.Once
@@ -3610,57 +5271,79 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_tackle_v1_tackle_proto_goTypes = []any{
-	(Role)(0),                        // 0: tackle.v1.Role
-	(Decision)(0),                    // 1: tackle.v1.Decision
-	(Scope)(0),                       // 2: tackle.v1.Scope
-	(*ClientMessage)(nil),            // 3: tackle.v1.ClientMessage
-	(*ServerMessage)(nil),            // 4: tackle.v1.ServerMessage
-	(*Hello)(nil),                    // 5: tackle.v1.Hello
-	(*Welcome)(nil),                  // 6: tackle.v1.Welcome
-	(*Subscribe)(nil),                // 7: tackle.v1.Subscribe
-	(*ToolCall)(nil),                 // 8: tackle.v1.ToolCall
-	(*RunBatch)(nil),                 // 9: tackle.v1.RunBatch
-	(*BatchAccepted)(nil),            // 10: tackle.v1.BatchAccepted
-	(*Cancel)(nil),                   // 11: tackle.v1.Cancel
-	(*PermissionAnswer)(nil),         // 12: tackle.v1.PermissionAnswer
-	(*EndTurn)(nil),                  // 13: tackle.v1.EndTurn
-	(*StreamError)(nil),              // 14: tackle.v1.StreamError
-	(*Session)(nil),                  // 15: tackle.v1.Session
-	(*Snapshot)(nil),                 // 16: tackle.v1.Snapshot
-	(*BackgroundShell)(nil),          // 17: tackle.v1.BackgroundShell
-	(*RunningCall)(nil),              // 18: tackle.v1.RunningCall
-	(*ContentBlock)(nil),             // 19: tackle.v1.ContentBlock
-	(*ToolResult)(nil),               // 20: tackle.v1.ToolResult
-	(*PermissionRequest)(nil),        // 21: tackle.v1.PermissionRequest
-	(*PermissionResolved)(nil),       // 22: tackle.v1.PermissionResolved
-	(*Event)(nil),                    // 23: tackle.v1.Event
-	(*CreateSessionRequest)(nil),     // 24: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),    // 25: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),      // 26: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),     // 27: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),        // 28: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),       // 29: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),     // 30: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),    // 31: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),           // 32: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                 // 33: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),         // 34: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),        // 35: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),  // 36: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil), // 37: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),            // 38: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),           // 39: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),          // 40: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),         // 41: tackle.v1.ShutdownResponse
-	(*ListShellsRequest)(nil),        // 42: tackle.v1.ListShellsRequest
-	(*ListShellsResponse)(nil),       // 43: tackle.v1.ListShellsResponse
-	(*ReadShellOutputRequest)(nil),   // 44: tackle.v1.ReadShellOutputRequest
-	(*ReadShellOutputResponse)(nil),  // 45: tackle.v1.ReadShellOutputResponse
-	(*KillShellRequest)(nil),         // 46: tackle.v1.KillShellRequest
-	(*KillShellResponse)(nil),        // 47: tackle.v1.KillShellResponse
-	(*timestamppb.Timestamp)(nil),    // 48: google.protobuf.Timestamp
+	(Role)(0),                              // 0: tackle.v1.Role
+	(Decision)(0),                          // 1: tackle.v1.Decision
+	(Scope)(0),                             // 2: tackle.v1.Scope
+	(*ClientMessage)(nil),                  // 3: tackle.v1.ClientMessage
+	(*ServerMessage)(nil),                  // 4: tackle.v1.ServerMessage
+	(*Hello)(nil),                          // 5: tackle.v1.Hello
+	(*Welcome)(nil),                        // 6: tackle.v1.Welcome
+	(*Subscribe)(nil),                      // 7: tackle.v1.Subscribe
+	(*ToolCall)(nil),                       // 8: tackle.v1.ToolCall
+	(*RunBatch)(nil),                       // 9: tackle.v1.RunBatch
+	(*BatchAccepted)(nil),                  // 10: tackle.v1.BatchAccepted
+	(*Cancel)(nil),                         // 11: tackle.v1.Cancel
+	(*PermissionAnswer)(nil),               // 12: tackle.v1.PermissionAnswer
+	(*EndTurn)(nil),                        // 13: tackle.v1.EndTurn
+	(*StreamError)(nil),                    // 14: tackle.v1.StreamError
+	(*Session)(nil),                        // 15: tackle.v1.Session
+	(*Snapshot)(nil),                       // 16: tackle.v1.Snapshot
+	(*TrustInfo)(nil),                      // 17: tackle.v1.TrustInfo
+	(*BackgroundShell)(nil),                // 18: tackle.v1.BackgroundShell
+	(*RunningCall)(nil),                    // 19: tackle.v1.RunningCall
+	(*ContentBlock)(nil),                   // 20: tackle.v1.ContentBlock
+	(*ToolResult)(nil),                     // 21: tackle.v1.ToolResult
+	(*PermissionRequest)(nil),              // 22: tackle.v1.PermissionRequest
+	(*PermissionOption)(nil),               // 23: tackle.v1.PermissionOption
+	(*PermissionResolved)(nil),             // 24: tackle.v1.PermissionResolved
+	(*HookRun)(nil),                        // 25: tackle.v1.HookRun
+	(*Event)(nil),                          // 26: tackle.v1.Event
+	(*CreateSessionRequest)(nil),           // 27: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),          // 28: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),            // 29: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),           // 30: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),              // 31: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),             // 32: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),           // 33: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),          // 34: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),                 // 35: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                       // 36: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),               // 37: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),              // 38: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),        // 39: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),       // 40: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),                  // 41: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 42: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),                // 43: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),               // 44: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),              // 45: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),             // 46: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),         // 47: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),        // 48: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),               // 49: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),              // 50: tackle.v1.KillShellResponse
+	(*ListPendingPermissionsRequest)(nil),  // 51: tackle.v1.ListPendingPermissionsRequest
+	(*ListPendingPermissionsResponse)(nil), // 52: tackle.v1.ListPendingPermissionsResponse
+	(*ExplainRequest)(nil),                 // 53: tackle.v1.ExplainRequest
+	(*RuleSource)(nil),                     // 54: tackle.v1.RuleSource
+	(*ExplainStep)(nil),                    // 55: tackle.v1.ExplainStep
+	(*ExplainResponse)(nil),                // 56: tackle.v1.ExplainResponse
+	(*ListRulesRequest)(nil),               // 57: tackle.v1.ListRulesRequest
+	(*PermissionRule)(nil),                 // 58: tackle.v1.PermissionRule
+	(*RuleProblem)(nil),                    // 59: tackle.v1.RuleProblem
+	(*ListRulesResponse)(nil),              // 60: tackle.v1.ListRulesResponse
+	(*AuditRequest)(nil),                   // 61: tackle.v1.AuditRequest
+	(*AuditEntry)(nil),                     // 62: tackle.v1.AuditEntry
+	(*AuditResponse)(nil),                  // 63: tackle.v1.AuditResponse
+	(*TrustRequest)(nil),                   // 64: tackle.v1.TrustRequest
+	(*TrustResponse)(nil),                  // 65: tackle.v1.TrustResponse
+	(*UntrustRequest)(nil),                 // 66: tackle.v1.UntrustRequest
+	(*UntrustResponse)(nil),                // 67: tackle.v1.UntrustResponse
+	(*ListTrustedRequest)(nil),             // 68: tackle.v1.ListTrustedRequest
+	(*ListTrustedResponse)(nil),            // 69: tackle.v1.ListTrustedResponse
+	(*timestamppb.Timestamp)(nil),          // 70: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,  // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -3671,7 +5354,7 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	13, // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
 	6,  // 6: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
 	16, // 7: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	23, // 8: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	26, // 8: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
 	10, // 9: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
 	14, // 10: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
 	0,  // 11: tackle.v1.Hello.role:type_name -> tackle.v1.Role
@@ -3679,61 +5362,89 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	8,  // 13: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,  // 14: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,  // 15: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	48, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	48, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	70, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	70, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
 	15, // 18: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	21, // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	18, // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	17, // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	48, // 22: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	48, // 23: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	19, // 24: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	48, // 25: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	48, // 26: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,  // 27: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	20, // 28: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	21, // 29: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	22, // 30: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15, // 31: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	17, // 32: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	15, // 33: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15, // 34: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15, // 35: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	32, // 36: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	33, // 37: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12, // 38: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	17, // 39: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	17, // 40: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	17, // 41: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	3,  // 42: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	24, // 43: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	26, // 44: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	28, // 45: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	30, // 46: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	34, // 47: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	36, // 48: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	38, // 49: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	40, // 50: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	42, // 51: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	44, // 52: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	46, // 53: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	4,  // 54: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	25, // 55: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	27, // 56: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	29, // 57: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	31, // 58: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	35, // 59: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	37, // 60: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	39, // 61: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	41, // 62: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	43, // 63: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	45, // 64: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	47, // 65: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	54, // [54:66] is the sub-list for method output_type
-	42, // [42:54] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	22, // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	19, // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	18, // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	17, // 22: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	70, // 23: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	70, // 24: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	20, // 25: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	70, // 26: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	23, // 27: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	2,  // 28: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	70, // 29: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,  // 30: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	21, // 31: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	22, // 32: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	24, // 33: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15, // 34: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	18, // 35: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	25, // 36: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	15, // 37: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15, // 38: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15, // 39: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	35, // 40: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	36, // 41: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12, // 42: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	18, // 43: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	18, // 44: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	18, // 45: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	22, // 46: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	54, // 47: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	55, // 48: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	54, // 49: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	54, // 50: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	58, // 51: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	59, // 52: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	17, // 53: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	70, // 54: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	62, // 55: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	3,  // 56: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	27, // 57: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	29, // 58: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	31, // 59: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	33, // 60: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	37, // 61: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	39, // 62: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	41, // 63: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	43, // 64: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	45, // 65: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	47, // 66: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	49, // 67: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	51, // 68: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	53, // 69: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	57, // 70: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	61, // 71: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	64, // 72: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	66, // 73: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	68, // 74: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	4,  // 75: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	28, // 76: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	30, // 77: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	32, // 78: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	34, // 79: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	38, // 80: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	40, // 81: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	42, // 82: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	44, // 83: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	46, // 84: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	48, // 85: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	50, // 86: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	52, // 87: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	56, // 88: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	60, // 89: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	63, // 90: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	65, // 91: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	67, // 92: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	69, // 93: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	75, // [75:94] is the sub-list for method output_type
+	56, // [56:75] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -3762,7 +5473,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   45,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,18 +23,25 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TackleService_Attach_FullMethodName           = "/tackle.v1.TackleService/Attach"
-	TackleService_CreateSession_FullMethodName    = "/tackle.v1.TackleService/CreateSession"
-	TackleService_ListSessions_FullMethodName     = "/tackle.v1.TackleService/ListSessions"
-	TackleService_GetSession_FullMethodName       = "/tackle.v1.TackleService/GetSession"
-	TackleService_DeleteSession_FullMethodName    = "/tackle.v1.TackleService/DeleteSession"
-	TackleService_ListTools_FullMethodName        = "/tackle.v1.TackleService/ListTools"
-	TackleService_AnswerPermission_FullMethodName = "/tackle.v1.TackleService/AnswerPermission"
-	TackleService_Status_FullMethodName           = "/tackle.v1.TackleService/Status"
-	TackleService_Shutdown_FullMethodName         = "/tackle.v1.TackleService/Shutdown"
-	TackleService_ListShells_FullMethodName       = "/tackle.v1.TackleService/ListShells"
-	TackleService_ReadShellOutput_FullMethodName  = "/tackle.v1.TackleService/ReadShellOutput"
-	TackleService_KillShell_FullMethodName        = "/tackle.v1.TackleService/KillShell"
+	TackleService_Attach_FullMethodName                 = "/tackle.v1.TackleService/Attach"
+	TackleService_CreateSession_FullMethodName          = "/tackle.v1.TackleService/CreateSession"
+	TackleService_ListSessions_FullMethodName           = "/tackle.v1.TackleService/ListSessions"
+	TackleService_GetSession_FullMethodName             = "/tackle.v1.TackleService/GetSession"
+	TackleService_DeleteSession_FullMethodName          = "/tackle.v1.TackleService/DeleteSession"
+	TackleService_ListTools_FullMethodName              = "/tackle.v1.TackleService/ListTools"
+	TackleService_AnswerPermission_FullMethodName       = "/tackle.v1.TackleService/AnswerPermission"
+	TackleService_Status_FullMethodName                 = "/tackle.v1.TackleService/Status"
+	TackleService_Shutdown_FullMethodName               = "/tackle.v1.TackleService/Shutdown"
+	TackleService_ListShells_FullMethodName             = "/tackle.v1.TackleService/ListShells"
+	TackleService_ReadShellOutput_FullMethodName        = "/tackle.v1.TackleService/ReadShellOutput"
+	TackleService_KillShell_FullMethodName              = "/tackle.v1.TackleService/KillShell"
+	TackleService_ListPendingPermissions_FullMethodName = "/tackle.v1.TackleService/ListPendingPermissions"
+	TackleService_Explain_FullMethodName                = "/tackle.v1.TackleService/Explain"
+	TackleService_ListRules_FullMethodName              = "/tackle.v1.TackleService/ListRules"
+	TackleService_Audit_FullMethodName                  = "/tackle.v1.TackleService/Audit"
+	TackleService_Trust_FullMethodName                  = "/tackle.v1.TackleService/Trust"
+	TackleService_Untrust_FullMethodName                = "/tackle.v1.TackleService/Untrust"
+	TackleService_ListTrusted_FullMethodName            = "/tackle.v1.TackleService/ListTrusted"
 )
 
 // TackleServiceClient is the client API for TackleService service.
@@ -76,6 +83,24 @@ type TackleServiceClient interface {
 	ReadShellOutput(ctx context.Context, in *ReadShellOutputRequest, opts ...grpc.CallOption) (*ReadShellOutputResponse, error)
 	// KillShell kills a background shell's process group.
 	KillShell(ctx context.Context, in *KillShellRequest, opts ...grpc.CallOption) (*KillShellResponse, error)
+	// ListPendingPermissions lists the permission requests that wait for an
+	// answer, of one session or of every session.
+	ListPendingPermissions(ctx context.Context, in *ListPendingPermissionsRequest, opts ...grpc.CallOption) (*ListPendingPermissionsResponse, error)
+	// Explain tells what the permission stage would decide about a call,
+	// step by step, without running anything (hooks are not run either).
+	Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error)
+	// ListRules lists the effective permission rules of a session's project,
+	// with where each comes from, and the rules that do not parse.
+	ListRules(ctx context.Context, in *ListRulesRequest, opts ...grpc.CallOption) (*ListRulesResponse, error)
+	// Audit lists recorded permission decisions, newest first.
+	Audit(ctx context.Context, in *AuditRequest, opts ...grpc.CallOption) (*AuditResponse, error)
+	// Trust marks a directory (and everything below it) as trusted: its
+	// project settings may then allow tools, add directories and run hooks.
+	Trust(ctx context.Context, in *TrustRequest, opts ...grpc.CallOption) (*TrustResponse, error)
+	// Untrust removes a directory from the trusted ones.
+	Untrust(ctx context.Context, in *UntrustRequest, opts ...grpc.CallOption) (*UntrustResponse, error)
+	// ListTrusted lists the trusted directories.
+	ListTrusted(ctx context.Context, in *ListTrustedRequest, opts ...grpc.CallOption) (*ListTrustedResponse, error)
 }
 
 type tackleServiceClient struct {
@@ -209,6 +234,76 @@ func (c *tackleServiceClient) KillShell(ctx context.Context, in *KillShellReques
 	return out, nil
 }
 
+func (c *tackleServiceClient) ListPendingPermissions(ctx context.Context, in *ListPendingPermissionsRequest, opts ...grpc.CallOption) (*ListPendingPermissionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPendingPermissionsResponse)
+	err := c.cc.Invoke(ctx, TackleService_ListPendingPermissions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) Explain(ctx context.Context, in *ExplainRequest, opts ...grpc.CallOption) (*ExplainResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExplainResponse)
+	err := c.cc.Invoke(ctx, TackleService_Explain_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ListRules(ctx context.Context, in *ListRulesRequest, opts ...grpc.CallOption) (*ListRulesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListRulesResponse)
+	err := c.cc.Invoke(ctx, TackleService_ListRules_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) Audit(ctx context.Context, in *AuditRequest, opts ...grpc.CallOption) (*AuditResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AuditResponse)
+	err := c.cc.Invoke(ctx, TackleService_Audit_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) Trust(ctx context.Context, in *TrustRequest, opts ...grpc.CallOption) (*TrustResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TrustResponse)
+	err := c.cc.Invoke(ctx, TackleService_Trust_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) Untrust(ctx context.Context, in *UntrustRequest, opts ...grpc.CallOption) (*UntrustResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UntrustResponse)
+	err := c.cc.Invoke(ctx, TackleService_Untrust_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ListTrusted(ctx context.Context, in *ListTrustedRequest, opts ...grpc.CallOption) (*ListTrustedResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListTrustedResponse)
+	err := c.cc.Invoke(ctx, TackleService_ListTrusted_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TackleServiceServer is the server API for TackleService service.
 // All implementations must embed UnimplementedTackleServiceServer
 // for forward compatibility.
@@ -248,6 +343,24 @@ type TackleServiceServer interface {
 	ReadShellOutput(context.Context, *ReadShellOutputRequest) (*ReadShellOutputResponse, error)
 	// KillShell kills a background shell's process group.
 	KillShell(context.Context, *KillShellRequest) (*KillShellResponse, error)
+	// ListPendingPermissions lists the permission requests that wait for an
+	// answer, of one session or of every session.
+	ListPendingPermissions(context.Context, *ListPendingPermissionsRequest) (*ListPendingPermissionsResponse, error)
+	// Explain tells what the permission stage would decide about a call,
+	// step by step, without running anything (hooks are not run either).
+	Explain(context.Context, *ExplainRequest) (*ExplainResponse, error)
+	// ListRules lists the effective permission rules of a session's project,
+	// with where each comes from, and the rules that do not parse.
+	ListRules(context.Context, *ListRulesRequest) (*ListRulesResponse, error)
+	// Audit lists recorded permission decisions, newest first.
+	Audit(context.Context, *AuditRequest) (*AuditResponse, error)
+	// Trust marks a directory (and everything below it) as trusted: its
+	// project settings may then allow tools, add directories and run hooks.
+	Trust(context.Context, *TrustRequest) (*TrustResponse, error)
+	// Untrust removes a directory from the trusted ones.
+	Untrust(context.Context, *UntrustRequest) (*UntrustResponse, error)
+	// ListTrusted lists the trusted directories.
+	ListTrusted(context.Context, *ListTrustedRequest) (*ListTrustedResponse, error)
 	mustEmbedUnimplementedTackleServiceServer()
 }
 
@@ -293,6 +406,27 @@ func (UnimplementedTackleServiceServer) ReadShellOutput(context.Context, *ReadSh
 }
 func (UnimplementedTackleServiceServer) KillShell(context.Context, *KillShellRequest) (*KillShellResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method KillShell not implemented")
+}
+func (UnimplementedTackleServiceServer) ListPendingPermissions(context.Context, *ListPendingPermissionsRequest) (*ListPendingPermissionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPendingPermissions not implemented")
+}
+func (UnimplementedTackleServiceServer) Explain(context.Context, *ExplainRequest) (*ExplainResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Explain not implemented")
+}
+func (UnimplementedTackleServiceServer) ListRules(context.Context, *ListRulesRequest) (*ListRulesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListRules not implemented")
+}
+func (UnimplementedTackleServiceServer) Audit(context.Context, *AuditRequest) (*AuditResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Audit not implemented")
+}
+func (UnimplementedTackleServiceServer) Trust(context.Context, *TrustRequest) (*TrustResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Trust not implemented")
+}
+func (UnimplementedTackleServiceServer) Untrust(context.Context, *UntrustRequest) (*UntrustResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Untrust not implemented")
+}
+func (UnimplementedTackleServiceServer) ListTrusted(context.Context, *ListTrustedRequest) (*ListTrustedResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListTrusted not implemented")
 }
 func (UnimplementedTackleServiceServer) mustEmbedUnimplementedTackleServiceServer() {}
 func (UnimplementedTackleServiceServer) testEmbeddedByValue()                       {}
@@ -520,6 +654,132 @@ func _TackleService_KillShell_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TackleService_ListPendingPermissions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPendingPermissionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ListPendingPermissions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ListPendingPermissions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ListPendingPermissions(ctx, req.(*ListPendingPermissionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_Explain_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExplainRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).Explain(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_Explain_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).Explain(ctx, req.(*ExplainRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ListRules_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListRulesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ListRules(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ListRules_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ListRules(ctx, req.(*ListRulesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_Audit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuditRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).Audit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_Audit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).Audit(ctx, req.(*AuditRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_Trust_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TrustRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).Trust(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_Trust_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).Trust(ctx, req.(*TrustRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_Untrust_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UntrustRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).Untrust(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_Untrust_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).Untrust(ctx, req.(*UntrustRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ListTrusted_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListTrustedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ListTrusted(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ListTrusted_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ListTrusted(ctx, req.(*ListTrustedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TackleService_ServiceDesc is the grpc.ServiceDesc for TackleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -570,6 +830,34 @@ var TackleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "KillShell",
 			Handler:    _TackleService_KillShell_Handler,
+		},
+		{
+			MethodName: "ListPendingPermissions",
+			Handler:    _TackleService_ListPendingPermissions_Handler,
+		},
+		{
+			MethodName: "Explain",
+			Handler:    _TackleService_Explain_Handler,
+		},
+		{
+			MethodName: "ListRules",
+			Handler:    _TackleService_ListRules_Handler,
+		},
+		{
+			MethodName: "Audit",
+			Handler:    _TackleService_Audit_Handler,
+		},
+		{
+			MethodName: "Trust",
+			Handler:    _TackleService_Trust_Handler,
+		},
+		{
+			MethodName: "Untrust",
+			Handler:    _TackleService_Untrust_Handler,
+		},
+		{
+			MethodName: "ListTrusted",
+			Handler:    _TackleService_ListTrusted_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,531 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+func (a *app) permissionsCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "permissions",
+		Aliases: []string{"perms"},
+		Short:   "Pending permission requests, answers, rules and the audit log",
+	}
+	cmd.AddCommand(a.pendingCommand(), a.answerCommand(), a.rulesCommand(), a.auditCommand())
+	return cmd
+}
+
+// pendingJSON is one element of `tackle permissions pending --json`.
+type pendingJSON struct {
+	ID         string          `json:"id"`
+	SessionID  string          `json:"session_id"`
+	TurnID     string          `json:"turn_id,omitempty"`
+	CallID     string          `json:"call_id"`
+	Tool       string          `json:"tool"`
+	Input      json.RawMessage `json:"input"`
+	Reason     string          `json:"reason"`
+	Deadline   string          `json:"deadline,omitempty"`
+	Options    []optionJSON    `json:"options"`
+	AlwaysRule string          `json:"always_rule,omitempty"`
+}
+
+func (a *app) pendingCommand() *cobra.Command {
+	var (
+		session string
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "pending",
+		Short: "List the permission requests waiting for an answer (every session unless --session)",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				reqs, err := c.ListPendingPermissions(ctx, session)
+				if err != nil {
+					return fmt.Errorf("listing pending permission requests: %w", err)
+				}
+				if asJSON {
+					out := make([]pendingJSON, 0, len(reqs))
+					for _, p := range reqs {
+						out = append(out, pendingJSON{
+							ID: p.GetRequestId(), SessionID: p.GetSessionId(), TurnID: p.GetTurnId(), CallID: p.GetCallId(),
+							Tool: p.GetTool(), Input: rawJSON(p.GetInputJson(), "{}"), Reason: p.GetReason(),
+							Deadline: timeJSON(p.GetDeadline()), Options: optionsToJSON(p.GetOptions()), AlwaysRule: p.GetAlwaysRule(),
+						})
+					}
+					return a.printJSON(out)
+				}
+				if len(reqs) == 0 {
+					fmt.Fprintln(a.stdout, "no permission request is waiting")
+					return nil
+				}
+				for _, p := range reqs {
+					fmt.Fprintf(a.stdout, "%s  session %s  %s %s\n    %s\n", p.GetRequestId(), p.GetSessionId(), p.GetTool(), clip(p.GetInputJson(), 200), p.GetReason())
+					if r := p.GetAlwaysRule(); r != "" {
+						fmt.Fprintf(a.stdout, "    allow-always would save: %s\n", r)
+					}
+				}
+				return nil
+			})
+		}),
+	}
+	cmd.Flags().StringVar(&session, "session", "", "only this session's requests")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+// clip shortens s to n runes with an ellipsis.
+func clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+// scopeValues maps --scope to the protobuf scope.
+var scopeValues = map[string]tacklev1.Scope{
+	"":        tacklev1.Scope_SCOPE_UNSPECIFIED,
+	"session": tacklev1.Scope_SCOPE_SESSION,
+	"project": tacklev1.Scope_SCOPE_PROJECT,
+	"user":    tacklev1.Scope_SCOPE_USER,
+}
+
+// answerDecisions maps the answer words (of the CLI and of attach --json)
+// to the protobuf decision.
+var answerDecisions = map[string]tacklev1.Decision{
+	"allow":              tacklev1.Decision_DECISION_ALLOW_ONCE,
+	"allow_once":         tacklev1.Decision_DECISION_ALLOW_ONCE,
+	"allow-once":         tacklev1.Decision_DECISION_ALLOW_ONCE,
+	"allow-always":       tacklev1.Decision_DECISION_ALLOW_ALWAYS,
+	"allow_always":       tacklev1.Decision_DECISION_ALLOW_ALWAYS,
+	"deny":               tacklev1.Decision_DECISION_DENY,
+	"deny_with_feedback": tacklev1.Decision_DECISION_DENY,
+}
+
+// buildAnswer checks an answer's words and builds it. An allow-always
+// answer without a scope is saved for the project.
+func buildAnswer(sessionID, requestID, option, scope, feedback string) (*tacklev1.PermissionAnswer, error) {
+	d, ok := answerDecisions[option]
+	if !ok {
+		return nil, fmt.Errorf("unknown answer %q: use allow, allow-always or deny", option)
+	}
+	sc, ok := scopeValues[scope]
+	if !ok {
+		return nil, fmt.Errorf("unknown scope %q: use session, project or user", scope)
+	}
+	if d != tacklev1.Decision_DECISION_ALLOW_ALWAYS && scope != "" {
+		return nil, fmt.Errorf("a scope only goes with allow-always")
+	}
+	if d == tacklev1.Decision_DECISION_ALLOW_ALWAYS && sc == tacklev1.Scope_SCOPE_UNSPECIFIED {
+		sc = tacklev1.Scope_SCOPE_PROJECT
+	}
+	if d != tacklev1.Decision_DECISION_DENY && feedback != "" {
+		return nil, fmt.Errorf("feedback only goes with deny")
+	}
+	return &tacklev1.PermissionAnswer{SessionId: sessionID, RequestId: requestID, Decision: d, Scope: sc, Feedback: feedback}, nil
+}
+
+func (a *app) answerCommand() *cobra.Command {
+	var session, scope, feedback string
+	cmd := &cobra.Command{
+		Use:   "answer ID allow|allow-always|deny",
+		Short: "Answer a pending permission request once, without attaching",
+		Long: `Answer a pending permission request (see 'tackle permissions pending').
+The first answer from any client wins; a later one is refused with exit 1.
+allow-always saves the request's rule: --scope session (this session),
+project (.tackle/settings.local.json, the default) or user (your tackle
+settings). --feedback goes with deny and tells the model what to do instead.`,
+		Args: cobra.ExactArgs(2),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if _, err := buildAnswer("", args[0], args[1], scope, feedback); err != nil {
+				return usageError("%v", err)
+			}
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				sid := session
+				if sid == "" {
+					reqs, err := c.ListPendingPermissions(ctx, "")
+					if err != nil {
+						return fmt.Errorf("finding permission request %s: %w", args[0], err)
+					}
+					for _, p := range reqs {
+						if p.GetRequestId() == args[0] {
+							sid = p.GetSessionId()
+						}
+					}
+					if sid == "" {
+						return fmt.Errorf("no pending permission request %s: it was already answered, timed out or never existed", args[0])
+					}
+				}
+				ans, _ := buildAnswer(sid, args[0], args[1], scope, feedback)
+				resp, err := c.AnswerPermission(ctx, ans)
+				if err != nil {
+					return fmt.Errorf("answering permission request %s: %w", args[0], err)
+				}
+				if !resp.GetAccepted() {
+					return fmt.Errorf("%s", resp.GetMessage())
+				}
+				fmt.Fprintf(a.stdout, "answered %s: %s\n", args[0], args[1])
+				return nil
+			})
+		}),
+	}
+	cmd.Flags().StringVar(&session, "session", "", "the request's session (default: found among the pending requests)")
+	cmd.Flags().StringVar(&scope, "scope", "", "where allow-always saves the rule: session, project (default) or user")
+	cmd.Flags().StringVar(&feedback, "feedback", "", "with deny: what the model should do instead")
+	return cmd
+}
+
+// sourceJSON is where a rule comes from.
+type sourceJSON struct {
+	Scope string `json:"scope"`
+	Path  string `json:"path,omitempty"`
+	Line  int32  `json:"line,omitempty"`
+}
+
+func sourceToJSON(s *tacklev1.RuleSource) *sourceJSON {
+	if s == nil {
+		return nil
+	}
+	return &sourceJSON{Scope: s.GetScope(), Path: s.GetPath(), Line: s.GetLine()}
+}
+
+func (s *sourceJSON) String() string {
+	if s == nil {
+		return ""
+	}
+	if s.Path == "" {
+		return s.Scope
+	}
+	if s.Line > 0 {
+		return fmt.Sprintf("%s %s:%d", s.Scope, s.Path, s.Line)
+	}
+	return s.Scope + " " + s.Path
+}
+
+// ruleJSON is one rule of `tackle permissions rules --json`.
+type ruleJSON struct {
+	Rule     string      `json:"rule"`
+	Behavior string      `json:"behavior"`
+	Source   *sourceJSON `json:"source"`
+}
+
+// ruleProblemJSON is a rule that does not parse.
+type ruleProblemJSON struct {
+	Rule    string      `json:"rule"`
+	Message string      `json:"message"`
+	Source  *sourceJSON `json:"source"`
+}
+
+// rulesJSON is the output of `tackle permissions rules --json`.
+type rulesJSON struct {
+	SessionID string            `json:"session_id"`
+	Rules     []ruleJSON        `json:"rules"`
+	Problems  []ruleProblemJSON `json:"problems"`
+	Trust     *trustJSON        `json:"trust,omitempty"`
+}
+
+func (a *app) rulesCommand() *cobra.Command {
+	var (
+		sf     sessionFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "rules",
+		Short: "List the permission rules in force for a session, with where each comes from",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := c.ListRules(ctx, sid, "")
+				if err != nil {
+					return fmt.Errorf("listing permission rules: %w", err)
+				}
+				out := rulesJSON{SessionID: resp.GetSessionId(), Rules: []ruleJSON{}, Problems: []ruleProblemJSON{}, Trust: trustToJSON(resp.GetTrust())}
+				for _, r := range resp.GetRules() {
+					out.Rules = append(out.Rules, ruleJSON{Rule: r.GetText(), Behavior: r.GetBehavior(), Source: sourceToJSON(r.GetSource())})
+				}
+				for _, p := range resp.GetProblems() {
+					out.Problems = append(out.Problems, ruleProblemJSON{Rule: p.GetText(), Message: p.GetMessage(), Source: sourceToJSON(p.GetSource())})
+				}
+				if asJSON {
+					return a.printJSON(out)
+				}
+				if len(out.Rules) == 0 {
+					fmt.Fprintln(a.stdout, "no permission rules")
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				for _, r := range out.Rules {
+					fmt.Fprintf(tw, "%s\t%s\t%s\n", r.Behavior, r.Rule, r.Source)
+				}
+				tw.Flush()
+				for _, p := range out.Problems {
+					fmt.Fprintf(a.stdout, "ignored: %s: rule %q: %s\n", p.Source, p.Rule, p.Message)
+				}
+				a.printTrust(resp.GetTrust())
+				return nil
+			})
+		}),
+	}
+	sf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+// printTrust tells what an untrusted project's settings lose.
+func (a *app) printTrust(t *tacklev1.TrustInfo) {
+	if t == nil || t.GetTrusted() {
+		return
+	}
+	if len(t.GetIgnored()) == 0 {
+		fmt.Fprintf(a.stdout, "  project %s is not trusted (it sets nothing that needs trust)\n", t.GetDir())
+		return
+	}
+	fmt.Fprintf(a.stdout, "  project %s is not trusted; ignored until it is: %s\n  to trust it: %s\n",
+		t.GetDir(), strings.Join(t.GetIgnored(), "; "), t.GetHint())
+}
+
+// auditJSON is one entry of `tackle permissions audit --json`.
+type auditJSON struct {
+	Time        string `json:"time"`
+	SessionID   string `json:"session_id"`
+	CallID      string `json:"call_id"`
+	Tool        string `json:"tool"`
+	InputSHA256 string `json:"input_sha256"`
+	Outcome     string `json:"outcome"`
+	DecidedBy   string `json:"decided_by"`
+	Rule        string `json:"rule,omitempty"`
+	Reason      string `json:"reason,omitempty"`
+	ClientName  string `json:"client_name,omitempty"`
+	ClientPID   int32  `json:"client_pid"`
+	ClientUID   uint32 `json:"client_uid"`
+	Scope       string `json:"scope,omitempty"`
+}
+
+func (a *app) auditCommand() *cobra.Command {
+	var (
+		session string
+		limit   uint32
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "List recorded permission decisions, newest first (every session unless --session)",
+		Args:  cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				entries, err := c.Audit(ctx, session, limit)
+				if err != nil {
+					return fmt.Errorf("reading the audit log: %w", err)
+				}
+				out := make([]auditJSON, 0, len(entries))
+				for _, e := range entries {
+					out = append(out, auditJSON{
+						Time: timeJSON(e.GetTime()), SessionID: e.GetSessionId(), CallID: e.GetCallId(), Tool: e.GetTool(),
+						InputSHA256: e.GetInputSha256(), Outcome: e.GetOutcome(), DecidedBy: e.GetDecidedBy(), Rule: e.GetRule(),
+						Reason: e.GetReason(), ClientName: e.GetClientName(), ClientPID: e.GetClientPid(), ClientUID: e.GetClientUid(), Scope: e.GetScope(),
+					})
+				}
+				if asJSON {
+					return a.printJSON(out)
+				}
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "TIME\tSESSION\tCALL\tTOOL\tOUTCOME\tBY\tRULE / CLIENT")
+				for _, e := range out {
+					who := e.Rule
+					if e.ClientName != "" {
+						who = fmt.Sprintf("%s (pid %d, uid %d)", e.ClientName, e.ClientPID, e.ClientUID)
+						if e.Scope != "" {
+							who += " saved " + e.Rule + " for " + e.Scope
+						}
+					}
+					ts := ""
+					if t := e.Time; len(t) >= 19 {
+						ts = t[:19]
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", ts, e.SessionID, e.CallID, e.Tool, e.Outcome, e.DecidedBy, who)
+				}
+				return tw.Flush()
+			})
+		}),
+	}
+	cmd.Flags().StringVar(&session, "session", "", "only this session's decisions")
+	cmd.Flags().Uint32Var(&limit, "limit", 0, "at most this many entries (0: 1000)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
+	return cmd
+}
+
+// explainJSON is the output of `tackle explain --json`.
+type explainJSON struct {
+	Decision   string      `json:"decision"`
+	Reason     string      `json:"reason"`
+	Rule       string      `json:"rule"`
+	Source     *sourceJSON `json:"source"`
+	AlwaysRule string      `json:"always_rule"`
+	DecidedBy  string      `json:"decided_by"`
+	Chain      []stepJSON  `json:"chain"`
+}
+
+// stepJSON is one step of a decision.
+type stepJSON struct {
+	Stage   string `json:"stage"`
+	Outcome string `json:"outcome"`
+	Detail  string `json:"detail,omitempty"`
+}
+
+func (a *app) explainCommand() *cobra.Command {
+	var (
+		sf     sessionFlags
+		mode   string
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "explain TOOL [INPUT]",
+		Short: "Tell what the permission stage would decide about a call, and why (runs nothing)",
+		Long: `Explain what the permission stage would decide about a call of TOOL with
+INPUT (a JSON object, default {}) in a session: allow, ask or deny, the rule
+that decided and where it is written, the rule "allow always" would save, and
+every step taken. Nothing runs: the input is validated and the tool's
+permission check is made, but no hook runs and no handler.`,
+		Example: `  tackle explain Bash '{"command":"npm test"}' --json`,
+		Args:    cobra.RangeArgs(1, 2),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if err := checkMode(mode); err != nil {
+				return err
+			}
+			input := "{}"
+			if len(args) == 2 {
+				input = args[1]
+			}
+			if !json.Valid([]byte(input)) {
+				return usageError("INPUT is not valid JSON: %s", clip(input, 80))
+			}
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := c.Explain(ctx, &tacklev1.ExplainRequest{SessionId: sid, Tool: args[0], InputJson: input, PermissionMode: mode})
+				if err != nil {
+					return fmt.Errorf("explaining: %w", err)
+				}
+				out := explainJSON{
+					Decision: resp.GetDecision(), Reason: resp.GetReason(), Rule: resp.GetRule(), Source: sourceToJSON(resp.GetSource()),
+					AlwaysRule: resp.GetAlwaysRule(), DecidedBy: resp.GetDecidedBy(), Chain: []stepJSON{},
+				}
+				for _, s := range resp.GetChain() {
+					out.Chain = append(out.Chain, stepJSON{Stage: s.GetStage(), Outcome: s.GetOutcome(), Detail: s.GetDetail()})
+				}
+				if asJSON {
+					return a.printJSON(out)
+				}
+				fmt.Fprintf(a.stdout, "%s: %s\n", out.Decision, out.Reason)
+				if out.Rule != "" {
+					fmt.Fprintf(a.stdout, "  rule:   %s (%s)\n", out.Rule, out.Source)
+				}
+				if out.AlwaysRule != "" {
+					fmt.Fprintf(a.stdout, "  allow always would save: %s\n", out.AlwaysRule)
+				}
+				for _, s := range out.Chain {
+					fmt.Fprintf(a.stdout, "  %-12s %-5s %s\n", s.Stage, s.Outcome, s.Detail)
+				}
+				return nil
+			})
+		}),
+	}
+	sf.register(cmd)
+	cmd.Flags().StringVar(&mode, "permission-mode", "", "decide in this permission mode instead of the session's")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+func (a *app) trustCommand() *cobra.Command {
+	var list, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "trust [DIR]",
+		Short: "Trust a project directory (default: the current one), or --list the trusted ones",
+		Long: `Trust a project directory and everything below it. Until a project is
+trusted, its settings that widen access or run code — allow rules,
+additionalDirectories, hooks, MCP servers — are ignored; its deny and ask
+rules apply either way.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				if list {
+					if len(args) > 0 {
+						return usageError("--list takes no directory")
+					}
+					dirs, err := c.ListTrusted(ctx)
+					if err != nil {
+						return fmt.Errorf("listing trusted directories: %w", err)
+					}
+					if asJSON {
+						if dirs == nil {
+							dirs = []string{}
+						}
+						return a.printJSON(dirs)
+					}
+					for _, d := range dirs {
+						fmt.Fprintln(a.stdout, d)
+					}
+					return nil
+				}
+				dir, err := absDir(argOr(args, ""))
+				if err != nil {
+					return err
+				}
+				resp, err := c.Trust(ctx, dir)
+				if err != nil {
+					return fmt.Errorf("trusting %s: %w", dir, err)
+				}
+				if resp.GetAlready() {
+					fmt.Fprintf(a.stdout, "%s is already trusted\n", resp.GetDir())
+				} else {
+					fmt.Fprintf(a.stdout, "trusted %s\n", resp.GetDir())
+				}
+				return nil
+			})
+		}),
+	}
+	cmd.Flags().BoolVar(&list, "list", false, "list the trusted directories")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "with --list: print a JSON array")
+	return cmd
+}
+
+func (a *app) untrustCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "untrust [DIR]",
+		Short: "Stop trusting a project directory (default: the current one)",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			dir, err := absDir(argOr(args, ""))
+			if err != nil {
+				return err
+			}
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Untrust(ctx, dir)
+				if err != nil {
+					return fmt.Errorf("untrusting %s: %w", dir, err)
+				}
+				switch {
+				case resp.GetStillTrustedBy() != "":
+					fmt.Fprintf(a.stdout, "%s stays trusted: its parent %s is trusted (tackle untrust %s)\n", resp.GetDir(), resp.GetStillTrustedBy(), resp.GetStillTrustedBy())
+				case resp.GetRemoved():
+					fmt.Fprintf(a.stdout, "%s is no longer trusted\n", resp.GetDir())
+				default:
+					fmt.Fprintf(a.stdout, "%s was not trusted\n", resp.GetDir())
+				}
+				return nil
+			})
+		}),
+	}
+}
+
+// argOr returns args[0], or def when there is none.
+func argOr(args []string, def string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return def
+}

@@ -1,0 +1,366 @@
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// TrustFile is the name of the trust store under ConfigHome/tackle.
+const TrustFile = "trust.json"
+
+// Trust is the workspace trust store: the directories whose project
+// settings may widen access or run code (allow rules, additionalDirectories,
+// hooks, MCP servers). A directory is trusted when it or one of its parents
+// is listed. The list lives in $XDG_CONFIG_HOME/tackle/trust.json; every
+// change is written atomically (temp file + rename) under an flock of
+// trust.json.lock, so several processes changing it at once lose nothing.
+// It is safe for concurrent use; a change made by another process is seen
+// at the next call (the file is re-read when its stat changes).
+type Trust struct {
+	path string
+
+	mu     sync.Mutex // guards the fields below
+	stamp  stamp
+	loaded bool     // stamp and dirs reflect a read
+	dirs   []string // sorted, cleaned, absolute
+	err    error    // the last read's error, reported by List
+
+	canon map[string]string // canonical forms of the directories asked about, bounded
+}
+
+// maxCanon bounds Trust's cache of canonical directories.
+const maxCanon = 256
+
+// trustFileJSON is the file's shape.
+type trustFileJSON struct {
+	Trusted []string `json:"trusted"`
+}
+
+// NewTrust returns the trust store of configHome ($XDG_CONFIG_HOME). It
+// reads nothing yet.
+func NewTrust(configHome string) *Trust {
+	return &Trust{path: filepath.Join(configHome, "tackle", TrustFile)}
+}
+
+// Path returns the trust file's path.
+func (t *Trust) Path() string { return t.path }
+
+// canonical makes dir absolute and clean, with symlinks resolved when it
+// exists (so a trusted /link and its target are the same directory).
+func canonical(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("the directory is empty")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("resolving directory %q: %w", dir, err)
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	return filepath.Clean(abs), nil
+}
+
+// refreshLocked re-reads the file when its stat changed.
+func (t *Trust) refreshLocked() {
+	st := statFile(t.path)
+	if t.loaded && st == t.stamp {
+		return
+	}
+	t.stamp, t.loaded = st, true
+	t.dirs, t.err = readTrust(t.path)
+}
+
+// readTrust reads the trusted directories from path; a missing file is an
+// empty list.
+func readTrust(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return []string{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading trust file %q: %w", path, err)
+	}
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return []string{}, nil
+	}
+	var f trustFileJSON
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("reading trust file %q: %w (fix or remove it: nothing is trusted until then)", path, err)
+	}
+	out := make([]string, 0, len(f.Trusted))
+	for _, d := range f.Trusted {
+		if filepath.IsAbs(d) {
+			out = append(out, filepath.Clean(d))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// Trusted reports whether dir or one of its parents is trusted. A trust file
+// that cannot be read trusts nothing.
+func (t *Trust) Trusted(dir string) bool {
+	_, ok := t.TrustedBy(dir)
+	return ok
+}
+
+// TrustedBy returns the listed directory that makes dir trusted (dir itself
+// or its nearest trusted parent).
+func (t *Trust) TrustedBy(dir string) (string, bool) {
+	// Resolving symlinks costs a system call per path component: the
+	// canonical form of a directory asked about (a session root, at every
+	// permission decision) is kept.
+	t.mu.Lock()
+	c, ok := t.canon[dir]
+	t.mu.Unlock()
+	if !ok {
+		var err error
+		if c, err = canonical(dir); err != nil {
+			return "", false
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !ok {
+		if t.canon == nil || len(t.canon) >= maxCanon {
+			t.canon = map[string]string{}
+		}
+		t.canon[dir] = c
+	}
+	t.refreshLocked()
+	best := ""
+	for _, d := range t.dirs {
+		if within(c, d) && len(d) > len(best) {
+			best = d
+		}
+	}
+	return best, best != ""
+}
+
+// within reports whether path is dir or below it.
+func within(path, dir string) bool {
+	if path == dir || dir == "/" {
+		return true
+	}
+	return strings.HasPrefix(path, dir+string(filepath.Separator))
+}
+
+// List returns the trusted directories, sorted.
+func (t *Trust) List() ([]string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refreshLocked()
+	if t.err != nil {
+		return nil, t.err
+	}
+	return append([]string{}, t.dirs...), nil
+}
+
+// Trust adds dir. already reports whether dir was trusted before (listed,
+// or below a listed parent); then the file is not changed.
+func (t *Trust) Trust(dir string) (canon string, already bool, err error) {
+	c, err := canonical(dir)
+	if err != nil {
+		return "", false, fmt.Errorf("trusting directory: %w", err)
+	}
+	err = t.update(func(dirs []string) ([]string, bool) {
+		for _, d := range dirs {
+			if within(c, d) {
+				already = true
+				return dirs, false
+			}
+		}
+		return append(dirs, c), true
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("trusting directory %q: %w", c, err)
+	}
+	return c, already, nil
+}
+
+// Untrust removes dir from the list. removed is false when dir was not
+// listed; by is a listed parent that still makes dir trusted ("" if none).
+func (t *Trust) Untrust(dir string) (canon string, removed bool, by string, err error) {
+	c, err := canonical(dir)
+	if err != nil {
+		return "", false, "", fmt.Errorf("untrusting directory: %w", err)
+	}
+	err = t.update(func(dirs []string) ([]string, bool) {
+		out := dirs[:0:0]
+		for _, d := range dirs {
+			if d == c {
+				removed = true
+				continue
+			}
+			out = append(out, d)
+		}
+		return out, removed
+	})
+	if err != nil {
+		return "", false, "", fmt.Errorf("untrusting directory %q: %w", c, err)
+	}
+	by, _ = t.TrustedBy(c)
+	return c, removed, by, nil
+}
+
+// update changes the list under the file lock: f gets the current list and
+// returns the new one and whether to write it.
+func (t *Trust) update(f func([]string) ([]string, bool)) error {
+	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
+		return fmt.Errorf("creating %q: %w", filepath.Dir(t.path), err)
+	}
+	unlock, err := LockFile(t.path + ".lock")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	dirs, err := readTrust(t.path)
+	if err != nil {
+		return err
+	}
+	next, write := f(dirs)
+	if !write {
+		return nil
+	}
+	slices.Sort(next)
+	next = slices.Compact(next)
+	b, err := json.MarshalIndent(trustFileJSON{Trusted: next}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding trust file: %w", err)
+	}
+	if err := WriteFileAtomic(t.path, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	t.loaded = false // re-read at the next call
+	t.mu.Unlock()
+	return nil
+}
+
+// LockFile takes an exclusive flock of path (created if needed) and returns
+// the function that releases it. It blocks until the lock is free.
+func LockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening lock file %q: %w", path, err)
+	}
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if !errors.Is(err, syscall.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %q: %w", path, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN) //nolint:errcheck // closing releases it anyway
+		f.Close()
+	}, nil
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory and a rename, so a reader sees the old or the new content,
+// never a part. The file gets mode perm (an existing file keeps its mode).
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	if fi, err := os.Stat(path); err == nil {
+		perm = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	if err := os.Rename(name, path); err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	ok = true
+	return nil
+}
+
+// IgnoredWhenUntrusted describes what the project and local settings files
+// of st contribute that is ignored while the project is not trusted: allow
+// rules, additionalDirectories, hooks and MCP servers, one line per file
+// and kind, e.g. "3 allow rules in /p/.tackle/settings.json". Deny and ask
+// rules always apply and are not listed.
+func IgnoredWhenUntrusted(st *Settings) []string {
+	if st == nil {
+		return nil
+	}
+	var out []string
+	plural := func(n int, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	}
+	for _, l := range st.Layers {
+		if l.Source.Scope != ScopeProject && l.Source.Scope != ScopeLocal {
+			continue
+		}
+		var p struct {
+			Allow                 []json.RawMessage `json:"allow"`
+			AdditionalDirectories []json.RawMessage `json:"additionalDirectories"`
+		}
+		if raw, ok := l.Raw["permissions"]; ok {
+			_ = json.Unmarshal(raw, &p) // a wrong shape contributes nothing
+		}
+		if n := len(p.Allow); n > 0 {
+			out = append(out, plural(n, "allow rule", "allow rules")+" in "+l.Source.Path)
+		}
+		if n := len(p.AdditionalDirectories); n > 0 {
+			out = append(out, plural(n, "additional directory", "additional directories")+" in "+l.Source.Path)
+		}
+		var hooks map[string][]struct {
+			Hooks []json.RawMessage `json:"hooks"`
+		}
+		if raw, ok := l.Raw["hooks"]; ok {
+			_ = json.Unmarshal(raw, &hooks)
+		}
+		n := 0
+		for _, groups := range hooks {
+			for _, g := range groups {
+				n += len(g.Hooks)
+			}
+		}
+		if n > 0 {
+			out = append(out, plural(n, "hook", "hooks")+" in "+l.Source.Path)
+		}
+		var mcp map[string]json.RawMessage
+		if raw, ok := l.Raw["mcpServers"]; ok {
+			_ = json.Unmarshal(raw, &mcp)
+		}
+		if n := len(mcp); n > 0 {
+			out = append(out, plural(n, "MCP server", "MCP servers")+" in "+l.Source.Path)
+		}
+	}
+	return out
+}

@@ -1,0 +1,329 @@
+package hook
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/tackle-agent/tackle/daemon/config"
+)
+
+// Hook events (reference.md "tackle's decisions", wave 1).
+const (
+	PreToolUse         = "PreToolUse"
+	PermissionRequest  = "PermissionRequest"
+	PermissionDenied   = "PermissionDenied"
+	PostToolUse        = "PostToolUse"
+	PostToolUseFailure = "PostToolUseFailure"
+	PostToolBatch      = "PostToolBatch"
+	Notification       = "Notification"
+	SessionStart       = "SessionStart"
+	SessionEnd         = "SessionEnd"
+	CwdChanged         = "CwdChanged"
+	ConfigChange       = "ConfigChange"
+)
+
+// Events lists the hook events tackle runs.
+var Events = []string{PreToolUse, PermissionRequest, PermissionDenied, PostToolUse, PostToolUseFailure,
+	PostToolBatch, Notification, SessionStart, SessionEnd, CwdChanged, ConfigChange}
+
+// eventIndex numbers the events for the per-event arrays of a Config.
+func eventIndex(name string) int {
+	for i, e := range Events {
+		if e == name {
+			return i
+		}
+	}
+	return -1
+}
+
+const (
+	idxPreToolUse = iota
+	idxPermissionRequest
+	idxPermissionDenied
+	idxPostToolUse
+	idxPostToolUseFailure
+	idxPostToolBatch
+	idxNotification
+	idxSessionStart
+	idxSessionEnd
+	idxCwdChanged
+	idxConfigChange
+	numEvents
+)
+
+// isToolEvent reports whether the event idx is about a tool call: its
+// matcher is the tool name and the `if` field applies.
+func isToolEvent(idx int) bool {
+	switch idx {
+	case idxPreToolUse, idxPermissionRequest, idxPermissionDenied, idxPostToolUse, idxPostToolUseFailure:
+		return true
+	}
+	return false
+}
+
+// Handler is one configured hook handler.
+type Handler struct {
+	// Type is "command" or "http".
+	Type string `json:"type"`
+	// Command is run with `sh -c` (or exec'd with Args when Args is set).
+	Command string   `json:"command,omitempty"`
+	Args    []string `json:"args,omitempty"`
+	// URL receives the input as a POST (type http).
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// AllowedEnvVars may be interpolated into Headers as $NAME or ${NAME}.
+	AllowedEnvVars []string `json:"allowedEnvVars,omitempty"`
+	// Timeout is in seconds (0: DefaultTimeout).
+	Timeout float64 `json:"timeout,omitempty"`
+	// If is one permission rule; the handler runs only for calls it matches
+	// (tool events only; on other events a handler with If never runs).
+	If string `json:"if,omitempty"`
+
+	// Source is the settings file it came from.
+	Source config.Source `json:"-"`
+
+	key  string     // identity for de-duplication
+	cond *condition // parsed If
+}
+
+// Name is how events and logs name the handler: its command line or URL.
+func (h *Handler) Name() string {
+	if h.Type == "http" {
+		return h.URL
+	}
+	if len(h.Args) > 0 {
+		return h.Command + " " + strings.Join(h.Args, " ")
+	}
+	return h.Command
+}
+
+// group is a matcher with its handlers.
+type group struct {
+	Matcher  string
+	Handlers []*Handler
+	match    matcher
+	trusted  bool // from a scope that needs no workspace trust (user, managed)
+	managed  bool
+}
+
+// Problem is a hook configuration entry that could not be used; it is
+// ignored, never widened.
+type Problem struct {
+	Source  config.Source
+	Event   string
+	Message string
+}
+
+// Error returns "path: hooks.Event: message".
+func (p Problem) Error() string {
+	return fmt.Sprintf("%s: hooks.%s: %s", p.Source.Path, p.Event, p.Message)
+}
+
+// Config is the parsed hooks of every settings layer, merged: the groups
+// of every source, lowest precedence first. It is immutable.
+type Config struct {
+	groups [numEvents][]*group
+	// needTrust is set per event when some group comes from a project or
+	// local source.
+	needTrust [numEvents]bool
+	// disableAll is the merged disableAllHooks: only managed hooks run.
+	disableAll bool
+	Problems   []Problem
+}
+
+// Empty reports whether no event has any handler.
+func (c *Config) Empty() bool {
+	if c == nil {
+		return true
+	}
+	for _, g := range c.groups {
+		if len(g) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+type rawGroup struct {
+	Matcher *string           `json:"matcher"`
+	Hooks   []json.RawMessage `json:"hooks"`
+}
+
+// Parse reads the "hooks" (and "disableAllHooks") keys of every layer of s.
+// Entries that do not parse are reported in Config.Problems and ignored.
+func Parse(s *config.Settings) *Config {
+	c := &Config{}
+	if s == nil {
+		return c
+	}
+	if raw, ok := s.Raw["disableAllHooks"]; ok {
+		var b bool
+		if json.Unmarshal(raw, &b) == nil {
+			c.disableAll = b
+		}
+	}
+	for _, l := range s.Layers {
+		raw, ok := l.Raw["hooks"]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var byEvent map[string][]rawGroup
+		if err := json.Unmarshal(raw, &byEvent); err != nil {
+			c.Problems = append(c.Problems, Problem{Source: l.Source, Message: fmt.Sprintf("\"hooks\" must map event names to lists of {matcher, hooks}: %v", err)})
+			continue
+		}
+		trusted := l.Source.Scope == config.ScopeUser || l.Source.Scope == config.ScopeManaged
+		// Go maps are unordered: walk the events in their fixed order.
+		for idx, ev := range Events {
+			for gi, rg := range byEvent[ev] {
+				g, probs := parseGroup(l.Source, ev, idx, gi, rg)
+				c.Problems = append(c.Problems, probs...)
+				if g == nil {
+					continue
+				}
+				g.trusted = trusted
+				g.managed = l.Source.Scope == config.ScopeManaged
+				if !trusted {
+					c.needTrust[idx] = true
+				}
+				c.groups[idx] = append(c.groups[idx], g)
+			}
+		}
+		for ev := range byEvent {
+			if eventIndex(ev) < 0 {
+				c.Problems = append(c.Problems, Problem{Source: l.Source, Event: ev, Message: "tackle does not run this hook event (yet); its hooks are ignored"})
+			}
+		}
+	}
+	return c
+}
+
+func parseGroup(src config.Source, ev string, idx, gi int, rg rawGroup) (*group, []Problem) {
+	var probs []Problem
+	bad := func(format string, a ...any) {
+		probs = append(probs, Problem{Source: src, Event: ev, Message: fmt.Sprintf("entry %d: ", gi+1) + fmt.Sprintf(format, a...)})
+	}
+	g := &group{}
+	if rg.Matcher != nil {
+		g.Matcher = *rg.Matcher
+	}
+	m, err := compileMatcher(g.Matcher)
+	if err != nil {
+		bad("matcher %q: %v", g.Matcher, err)
+		return nil, probs
+	}
+	g.match = m
+	for hi, raw := range rg.Hooks {
+		var h Handler
+		if err := json.Unmarshal(raw, &h); err != nil {
+			bad("hook %d: %v", hi+1, err)
+			continue
+		}
+		h.Source = src
+		switch h.Type {
+		case "command":
+			if strings.TrimSpace(h.Command) == "" {
+				bad("hook %d: a command hook needs a \"command\"", hi+1)
+				continue
+			}
+		case "http":
+			if !strings.HasPrefix(h.URL, "http://") && !strings.HasPrefix(h.URL, "https://") {
+				bad("hook %d: an http hook needs an http:// or https:// \"url\", got %q", hi+1, h.URL)
+				continue
+			}
+		case "prompt", "agent", "mcp_tool":
+			bad("hook %d: type %q needs the agent loop and is not run yet", hi+1, h.Type)
+			continue
+		default:
+			bad("hook %d: unknown type %q (want command or http)", hi+1, h.Type)
+			continue
+		}
+		if h.Timeout < 0 {
+			bad("hook %d: timeout %v is negative", hi+1, h.Timeout)
+			continue
+		}
+		if h.If != "" {
+			if !isToolEvent(idx) {
+				bad("hook %d: \"if\" applies to tool events only; this hook never runs", hi+1)
+				continue
+			}
+			c, err := parseCondition(h.If)
+			if err != nil {
+				bad("hook %d: if %q: %v", hi+1, h.If, err)
+				continue
+			}
+			h.cond = c
+		}
+		h.key = handlerKey(&h)
+		g.Handlers = append(g.Handlers, &h)
+	}
+	if len(g.Handlers) == 0 {
+		return nil, probs
+	}
+	return g, probs
+}
+
+// handlerKey identifies identical handlers: the same handler in several
+// settings files runs once.
+func handlerKey(h *Handler) string {
+	b, _ := json.Marshal(h) // deterministic: struct fields in order, map keys sorted
+	return string(b)
+}
+
+// matcher matches the matched field of an event (a tool name, a source…).
+type matcher struct {
+	all   bool
+	names []string
+	re    *regexp.Regexp
+}
+
+func (m *matcher) match(s string) bool {
+	if m.all {
+		return true
+	}
+	if m.re != nil {
+		return m.re.MatchString(s)
+	}
+	for _, n := range m.names {
+		if n == s {
+			return true
+		}
+	}
+	return false
+}
+
+// compileMatcher: `*`, "" or omitted match everything; a string of only
+// [A-Za-z0-9_ ,|-] is an exact name or a list separated by | or ,;
+// anything else is an unanchored regular expression.
+func compileMatcher(s string) (matcher, error) {
+	t := strings.TrimSpace(s)
+	if t == "" || t == "*" {
+		return matcher{all: true}, nil
+	}
+	plain := true
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_ ,|-", r)) {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		var m matcher
+		for _, n := range strings.FieldsFunc(t, func(r rune) bool { return r == '|' || r == ',' }) {
+			if n = strings.TrimSpace(n); n != "" {
+				m.names = append(m.names, n)
+			}
+		}
+		if len(m.names) == 0 {
+			return matcher{all: true}, nil
+		}
+		return m, nil
+	}
+	re, err := regexp.Compile(t)
+	if err != nil {
+		return matcher{}, fmt.Errorf("not a valid regular expression: %w", err)
+	}
+	return matcher{re: re}, nil
+}

@@ -1,0 +1,92 @@
+package daemon
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/hook"
+	"github.com/tackle-agent/tackle/daemon/session"
+)
+
+// This file runs the session-level hooks (SessionStart, SessionEnd,
+// CwdChanged, ConfigChange) in the background, so no RPC waits for a hook,
+// and applies permissions.askTimeoutSeconds.
+
+// background runs f on the daemon's background context; Run waits for it.
+func (d *Daemon) background(f func(ctx context.Context)) {
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		f(d.bgCtx)
+	}()
+}
+
+// sessionLoaded runs the SessionStart hooks the first time this run serves
+// a session (startup when it was just created, resume otherwise) and
+// appends the context they add as a notice.
+func (d *Daemon) sessionLoaded(sess *session.Session, created bool) {
+	source := hook.SourceResume
+	if created {
+		source = hook.SourceStartup
+	}
+	d.background(func(ctx context.Context) {
+		if text := d.hooks.SessionStart(ctx, sess, source); text != "" {
+			if _, err := sess.Append(&event.Event{Type: event.Notice, Text: "SessionStart hook context:\n" + text}); err != nil {
+				d.log.Debug("recording SessionStart hook context", "session", sess.ID(), "error", err)
+			}
+		}
+	})
+}
+
+// sessionDeleted forgets a deleted session's rules and runs its SessionEnd
+// hooks (reason "deleted"; what they log goes nowhere, the log is gone).
+func (d *Daemon) sessionDeleted(sess *session.Session) {
+	d.perms.forget(sess.ID())
+	d.background(func(ctx context.Context) { d.hooks.SessionEnd(ctx, sess, "deleted") })
+}
+
+// cwdChanged runs the CwdChanged hooks of a session whose current
+// directory moved.
+func (d *Daemon) cwdChanged(sess *session.Session, oldDir, newDir string) {
+	d.background(func(ctx context.Context) { d.hooks.CwdChanged(ctx, sess, oldDir, newDir) })
+}
+
+// configChanged runs the ConfigChange hooks of every loaded session whose
+// settings include the changed file: a project's own files, or a file
+// outside every project (user or managed settings).
+func (d *Daemon) configChanged(path string) {
+	sessions := d.sessions.Loaded()
+	d.background(func(ctx context.Context) {
+		d.hooks.Invalidate()
+		for _, sess := range sessions {
+			root := sess.Root()
+			inProject := strings.HasPrefix(path, root+string(filepath.Separator))
+			if inProject || !d.inAnyProject(path, sessions) {
+				d.hooks.ConfigChange(ctx, sess, path)
+			}
+		}
+	})
+}
+
+// inAnyProject reports whether path lies inside the root of one of sessions.
+func (d *Daemon) inAnyProject(path string, sessions []*session.Session) bool {
+	for _, s := range sessions {
+		if strings.HasPrefix(path, s.Root()+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// askTimeout is permissions.askTimeoutSeconds of a project's settings (0:
+// not set, the daemon's default applies).
+func (d *Daemon) askTimeout(root string) time.Duration {
+	st, _ := d.loader.Load(root)
+	if st == nil || st.Permissions.AskTimeoutSeconds <= 0 {
+		return 0
+	}
+	return time.Duration(st.Permissions.AskTimeoutSeconds) * time.Second
+}
