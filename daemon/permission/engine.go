@@ -159,9 +159,14 @@ func (e *Engine) Decide(_ context.Context, r Request) Decision {
 	// by the tool's check in every mode: the mode need not decide (this
 	// keeps the decision and its reason independent of the mode).
 	roInside := r.Attrs.ReadOnly && !r.Attrs.Interactive && e.readOnlyInside(r.Access)
-	switch m := getMode(); {
+	// The mode is resolved only when it can matter (resolving reads settings).
+	m := ""
+	if !roInside || mustAsk != "" {
+		m = getMode()
+	}
+	switch {
 	case roInside && mustAsk == "":
-		step(StageMode, outcomePass, "%s: the call is read-only, inside the working directories", m)
+		step(StageMode, outcomePass, "the call is read-only, inside the working directories: any mode")
 	case m == ModeBypassPermissions:
 		if r.Attrs.Interactive {
 			step(StageMode, string(Ask), "bypassPermissions, but %s", mustAsk)

@@ -326,9 +326,9 @@ type Write struct {
 // prepared once, for the session log's background writer. It is not safe for
 // concurrent use.
 type BatchWriter struct {
-	s               *Store
-	conn            *sql.Conn
-	ev, file, audit *sql.Stmt
+	s                              *Store
+	conn                           *sql.Conn
+	ev, file, audit, open, closing *sql.Stmt
 }
 
 // NewBatchWriter reserves a connection for batched writes. Close releases it.
@@ -345,6 +345,12 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 	if err == nil {
 		w.audit, err = conn.PrepareContext(ctx, insertAudit)
 	}
+	if err == nil {
+		w.open, err = conn.PrepareContext(ctx, insertOpenTurn)
+	}
+	if err == nil {
+		w.closing, err = conn.PrepareContext(ctx, deleteOpenTurn)
+	}
 	if err != nil {
 		w.Close()
 		return nil, s.explain("writing to", err)
@@ -354,12 +360,12 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 
 // Close releases the connection. It is idempotent.
 func (w *BatchWriter) Close() error {
-	for _, st := range []*sql.Stmt{w.ev, w.file, w.audit} {
+	for _, st := range []*sql.Stmt{w.ev, w.file, w.audit, w.open, w.closing} {
 		if st != nil {
 			st.Close()
 		}
 	}
-	w.ev, w.file, w.audit = nil, nil, nil
+	w.ev, w.file, w.audit, w.open, w.closing = nil, nil, nil, nil, nil
 	if w.conn == nil {
 		return nil
 	}
@@ -383,10 +389,11 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 	type fileKey struct{ session, path string }
 	files := map[fileKey]tool.FileState{}
 	var fileOrder []fileKey
-	var turnWrites []struct {
-		q    string
-		args []any
-	}
+	// Open turns: a turn that starts and ends within the batch needs no row.
+	type turnKey struct{ session, turn string }
+	opened := map[turnKey]int64{}
+	var openOrder []turnKey
+	var closed []turnKey
 	var audits []*AuditRow
 	for _, x := range ws {
 		if x.Audit != nil {
@@ -394,11 +401,19 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			continue
 		}
 		if e := x.Event; e != nil {
-			if q, args := openTurnWrite(e); q != "" {
-				turnWrites = append(turnWrites, struct {
-					q    string
-					args []any
-				}{q, args})
+			if e.TurnID != "" {
+				k := turnKey{e.SessionID, e.TurnID}
+				switch e.Type {
+				case event.TurnStarted:
+					opened[k] = int64(e.Seq)
+					openOrder = append(openOrder, k)
+				case event.TurnEnded:
+					if _, ok := opened[k]; ok {
+						delete(opened, k)
+					} else {
+						closed = append(closed, k)
+					}
+				}
 			}
 			b, err := json.Marshal(e)
 			if err != nil {
@@ -450,8 +465,15 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			return w.s.explain("recording read-state in", err)
 		}
 	}
-	for _, tw := range turnWrites {
-		if _, err := w.conn.ExecContext(ctx, tw.q, tw.args...); err != nil {
+	for _, k := range openOrder {
+		if seq, ok := opened[k]; ok {
+			if _, err := w.open.ExecContext(ctx, k.session, k.turn, seq); err != nil {
+				return w.s.explain("recording an open turn in", err)
+			}
+		}
+	}
+	for _, k := range closed {
+		if _, err := w.closing.ExecContext(ctx, k.session, k.turn); err != nil {
 			return w.s.explain("recording an open turn in", err)
 		}
 	}

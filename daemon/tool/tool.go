@@ -76,6 +76,11 @@ type Call struct {
 	Input json.RawMessage
 	// Env is the session as the tool may see it.
 	Env Env
+	// Memo is the tool's own: what it derived from Input (such as the
+	// decoded input), kept for its later methods on the same call. The
+	// pipeline never reads it; a tool must check it still belongs to Input
+	// (the pipeline replaces Input when a hook or a person edits it).
+	Memo any
 }
 
 // Env is the part of a session that a tool may see. Implementations are safe

@@ -61,7 +61,7 @@ func (t *Edit) Validate(ctx context.Context, call *tool.Call) error {
 // CheckPermission implements tool.Tool.
 func (t *Edit) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
 	var in editInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return tool.Access{}, err
 	}
 	return accessFor(call, tool.AccessEdit, in.FilePath)
@@ -83,7 +83,7 @@ func (t *Edit) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 // plan loads the file and computes its new content.
 func (t *Edit) plan(ctx context.Context, call *tool.Call) (*change, []byte, error) {
 	var in editInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return nil, nil, err
 	}
 	if _, err := absPath(call.Env, in.FilePath); err != nil {

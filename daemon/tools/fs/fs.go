@@ -11,6 +11,8 @@ package fs
 
 import (
 	"encoding/json"
+	"reflect"
+	"unsafe"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
@@ -85,6 +87,35 @@ func decode(input json.RawMessage, v any) error {
 		return &inputError{err}
 	}
 	return nil
+}
+
+// decoded is a call's input decoded once: Validate, CheckPermission and
+// Run of one call each need it.
+type decoded struct {
+	input json.RawMessage // the Input it was decoded from
+	v     reflect.Value   // a pointer to the decoded value
+}
+
+// decodeCall decodes call.Input into v (a pointer), reusing the value
+// decoded for an earlier method of the same call when Input is unchanged.
+func decodeCall(call *tool.Call, v any) error {
+	rv := reflect.ValueOf(v)
+	if m, ok := call.Memo.(*decoded); ok && m.v.Type() == rv.Type() && sameBytes(m.input, call.Input) {
+		rv.Elem().Set(m.v.Elem())
+		return nil
+	}
+	if err := decode(call.Input, v); err != nil {
+		return err
+	}
+	keep := reflect.New(rv.Type().Elem())
+	keep.Elem().Set(rv.Elem())
+	call.Memo = &decoded{input: call.Input, v: keep}
+	return nil
+}
+
+// sameBytes reports whether a and b are the very same slice.
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || unsafe.SliceData(a) == unsafe.SliceData(b))
 }
 
 type inputError struct{ err error }

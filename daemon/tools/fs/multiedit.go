@@ -68,7 +68,7 @@ func (t *MultiEdit) Validate(ctx context.Context, call *tool.Call) error {
 // CheckPermission implements tool.Tool.
 func (t *MultiEdit) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
 	var in multiEditInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return tool.Access{}, err
 	}
 	return accessFor(call, tool.AccessEdit, in.FilePath)
@@ -88,7 +88,7 @@ func (t *MultiEdit) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (
 
 func (t *MultiEdit) plan(ctx context.Context, call *tool.Call) (*change, []byte, int, error) {
 	var in multiEditInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return nil, nil, 0, err
 	}
 	if _, err := absPath(call.Env, in.FilePath); err != nil {

@@ -60,7 +60,7 @@ func (t *Read) Attributes(json.RawMessage) tool.Attributes {
 // Validate implements tool.Tool: the path is absolute and names a file.
 func (t *Read) Validate(ctx context.Context, call *tool.Call) error {
 	var in readInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return err
 	}
 	p, err := absPath(call.Env, in.FilePath)
@@ -87,7 +87,7 @@ func checkReadable(p string, fi fs.FileInfo) error {
 // CheckPermission implements tool.Tool.
 func (t *Read) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
 	var in readInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return tool.Access{}, err
 	}
 	return accessFor(call, tool.AccessRead, in.FilePath)
@@ -96,7 +96,7 @@ func (t *Read) CheckPermission(ctx context.Context, call *tool.Call) (tool.Acces
 // Run implements tool.Tool.
 func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool.Result, error) {
 	var in readInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return nil, err
 	}
 	p, err := absPath(call.Env, in.FilePath)

@@ -56,7 +56,7 @@ func (t *ReplaceLines) Validate(ctx context.Context, call *tool.Call) error {
 // CheckPermission implements tool.Tool.
 func (t *ReplaceLines) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
 	var in replaceLinesInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return tool.Access{}, err
 	}
 	return accessFor(call, tool.AccessEdit, in.FilePath)
@@ -69,13 +69,13 @@ func (t *ReplaceLines) Run(ctx context.Context, call *tool.Call, _ tool.Progress
 	if err != nil {
 		return runError(err)
 	}
-	_ = decode(call.Input, &in)
+	_ = decodeCall(call, &in)
 	return t.opts.commit(ctx, c, data, fmt.Sprintf("Replaced lines %d-%d of %s.", in.StartLine, in.EndLine, c.path), true)
 }
 
 func (t *ReplaceLines) plan(ctx context.Context, call *tool.Call) (*change, []byte, error) {
 	var in replaceLinesInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return nil, nil, err
 	}
 	if _, err := absPath(call.Env, in.FilePath); err != nil {

@@ -62,7 +62,7 @@ func (t *Write) Validate(ctx context.Context, call *tool.Call) error {
 // CheckPermission implements tool.Tool.
 func (t *Write) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
 	var in writeInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return tool.Access{}, err
 	}
 	return accessFor(call, tool.AccessEdit, in.FilePath)
@@ -90,7 +90,7 @@ func (t *Write) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*too
 // "\n" form written over a CRLF file gets "\r\n" line breaks.
 func (t *Write) plan(ctx context.Context, call *tool.Call) (*change, []byte, error) {
 	var in writeInput
-	if err := decode(call.Input, &in); err != nil {
+	if err := decodeCall(call, &in); err != nil {
 		return nil, nil, err
 	}
 	c, err := t.opts.load(ctx, call.Env, in.FilePath, loadOpts{mayCreate: true, needFull: true})
