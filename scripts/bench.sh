@@ -15,6 +15,9 @@ run -bench 'StatusCLI' -benchtime 200x ./integration/
 run -bench 'IdleRSS' -benchtime 1000x ./integration/
 run -bench 'Goroot' -benchtime 5x ./daemon/tools/search/
 run -bench 'ParallelBatch|SerialBatch' -benchtime 5x ./daemon/dispatch/
+run -bench 'DecideCompoundBash' -benchtime 20000x ./daemon/permission/
+run -bench 'NoHooks' -benchtime 200000x ./daemon/hook/
+run -bench 'NoopCommandHook' -benchtime 300x ./daemon/hook/
 python3 - "$out" <<'PY'
 import re, sys
 import statistics
@@ -62,6 +65,12 @@ if p and s:
 if g("BenchmarkBashGigabyte", "MB/s"):
     rows.append(("Bash printing 1 GB: throughput to the output file / peak RSS growth",
                  f"{g('BenchmarkBashGigabyte','MB/s'):.0f} MB/s / {g('BenchmarkBashGigabyte','peak-RSS-growth-MB'):.1f} MB", "", "", "≥ 300 MB/s / ≤ 64 MB"))
+if g("BenchmarkDecideCompoundBash", "ns/op"):
+    rows.append(("Deciding a 5-part compound Bash command against 50 rules", f"{g('BenchmarkDecideCompoundBash','ns/op')/1000:.1f} µs", "", "", "≤ 50 µs"))
+if g("BenchmarkNoHooks/stage", "ns/op"):
+    rows.append(("Hook stage of a call with no hooks configured", f"{g('BenchmarkNoHooks/stage','ns/op'):.0f} ns", "", "", "≤ 1 µs"))
+if g("BenchmarkNoopCommandHook", "ns/op"):
+    rows.append(("A no-op command hook (sh) added to a call", f"{g('BenchmarkNoopCommandHook','ns/op')/1e6:.2f} ms", "", "", "≤ 5 ms"))
 if g("BenchmarkIdleRSS", "fresh-MB"):
     rows.append(("Idle daemon RSS: fresh / idle again after a batch of 1000 Reads (peak during it)",
                  f"{g('BenchmarkIdleRSS','fresh-MB'):.1f} / {g('BenchmarkIdleRSS','idle-MB'):.1f} MB ({g('BenchmarkIdleRSS','after-MB'):.1f})", "", "", "≤ 30 MB"))

@@ -77,3 +77,14 @@ func BenchmarkCheckPermission(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkCheckPermissionTrue(b *testing.B) {
+	env := newEnv(b)
+	bash := &Bash{}
+	c := &tool.Call{ID: "toolu_bench", Name: "Bash", Input: json.RawMessage(`{"command":"true"}`), Env: env}
+	for b.Loop() {
+		if _, err := bash.CheckPermission(context.Background(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
