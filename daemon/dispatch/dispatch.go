@@ -91,6 +91,12 @@ type Turn struct {
 	ResolveMode func() string
 	// PermissionTimeout overrides Options.PermissionTimeout when positive.
 	PermissionTimeout time.Duration
+	// ResolvePermissionTimeout, if set and PermissionTimeout is not, gives
+	// the timeout; it is called only when a prompt opens (it reads settings).
+	ResolvePermissionTimeout func() time.Duration
+
+	// rules gives the session's rules, read once per turn (set by RunTurn).
+	rules func() *permission.Rules
 }
 
 // RunningCall is a call that has not ended yet, for snapshots.
@@ -289,6 +295,11 @@ func (d *Dispatcher) RunTurn(ctx context.Context, s Session, t Turn) []*event.Re
 		if resolve != nil {
 			t.ResolveMode = sync.OnceValue(resolve)
 		}
+	}
+	if d.opts.Rules != nil {
+		// Settings are read at every turn (an edited file applies to the
+		// next batch), but once for all the calls of the turn.
+		t.rules = sync.OnceValue(func() *permission.Rules { return d.opts.Rules(s) })
 	}
 	tr := d.startTurn(ctx, s.ID(), &t)
 	defer d.endTurn(tr)
@@ -703,7 +714,11 @@ func (d *Dispatcher) decide(ctx context.Context, s Session, t *Turn, hev ToolEve
 		Cwd:  s.Cwd(), Root: sessionRoot(s),
 	}
 	if d.opts.Rules != nil {
-		req.Rules = d.opts.Rules(s)
+		if t.rules != nil {
+			req.Rules = t.rules()
+		} else {
+			req.Rules = d.opts.Rules(s)
+		}
 	}
 	if req.Rules != nil {
 		// The session's directories (and its --add-dir ones), and the rules'.
@@ -810,6 +825,9 @@ type askOutcome struct {
 // or cancellation, and records the resolution in every case.
 func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, cr *callRun, call *tool.Call, hev ToolEvent, dec permission.Decision) askOutcome {
 	timeout := t.PermissionTimeout
+	if timeout <= 0 && t.ResolvePermissionTimeout != nil {
+		timeout = t.ResolvePermissionTimeout()
+	}
 	if timeout <= 0 {
 		timeout = d.opts.PermissionTimeout
 	}

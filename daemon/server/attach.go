@@ -329,8 +329,10 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		PermissionTimeout: time.Duration(rb.GetPermissionTimeoutSeconds()) * time.Second,
 	}
 	if turn.PermissionTimeout == 0 && a.srv.opts.AskTimeout != nil {
-		// permissions.askTimeoutSeconds of the settings; the batch's own wins.
-		turn.PermissionTimeout = a.srv.opts.AskTimeout(a.sess.Root())
+		// permissions.askTimeoutSeconds of the settings; the batch's own
+		// wins. Read only when a prompt opens.
+		askTimeout, root := a.srv.opts.AskTimeout, a.sess.Root()
+		turn.ResolvePermissionTimeout = func() time.Duration { return askTimeout(root) }
 	}
 	if !a.srv.startTurn() {
 		return codedf(codes.Unavailable, "tackled is shutting down: run the batch again once it is back")

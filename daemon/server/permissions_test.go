@@ -96,7 +96,8 @@ func TestFirstAnswerWins(t *testing.T) {
 			if e := m.GetEvent(); e.GetType() == "permission_resolved" {
 				res = e.GetResolution()
 				if res.GetClientId() != c.welcome.GetClientId() {
-					refused = true // the other won: this one must have been refused (or answers later)
+					// The other won: this one's answer is refused with NotFound,
+					// before or after this event; wait for that too.
 				} else {
 					winners = append(winners, c.welcome.GetClientId())
 					refused = true
