@@ -55,7 +55,7 @@ func (o *Options) load(ctx context.Context, env tool.Env, filePath string, lo lo
 	if err != nil {
 		return nil, err
 	}
-	c := &change{path: p, target: realPath(p)}
+	c := &change{path: p, target: tool.RealPath(p)}
 	f, err := os.Open(c.target)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !lo.mayCreate {
@@ -139,7 +139,7 @@ func (o *Options) commit(ctx context.Context, c *change, data []byte, summary st
 	if err != nil {
 		return nil, fmt.Errorf("checking the written file %q: %w", c.target, err)
 	}
-	st := tool.FileState{Path: realPath(c.target), ModTime: fi.ModTime(), Size: fi.Size(), Hash: hashBytes(data)}
+	st := tool.FileState{Path: tool.RealPath(c.target), ModTime: fi.ModTime(), Size: fi.Size(), Hash: hashBytes(data)}
 
 	oldName := c.path
 	if !c.exists {

@@ -178,11 +178,11 @@ func TestEditingRules(t *testing.T) {
 			if diff := cmp.Diff(tt.want, readFile(t, f)); diff != "" {
 				t.Errorf("file (-want +got):\n%s", diff)
 			}
-			if o.res.Display == "" || !strings.HasPrefix(o.res.Display, "--- ") || !strings.Contains(o.res.Display, "\n@@ -") {
-				t.Errorf("Display is not a unified diff: %q", o.res.Display)
+			if o.Res.Display == "" || !strings.HasPrefix(o.Res.Display, "--- ") || !strings.Contains(o.Res.Display, "\n@@ -") {
+				t.Errorf("Display is not a unified diff: %q", o.Res.Display)
 			}
-			if o.access.Kind != tool.AccessEdit || !o.access.InsideWorkingDirs || o.access.Paths[0] != f {
-				t.Errorf("access = %+v, want edit of %s inside the working dirs", o.access, f)
+			if o.Access.Kind != tool.AccessEdit || !o.Access.InsideWorkingDirs || o.Access.Paths[0] != f {
+				t.Errorf("access = %+v, want edit of %s inside the working dirs", o.Access, f)
 			}
 			// The write recorded a full, fresh state: another edit needs no Read.
 			st, ok := env.FileState(f)
@@ -207,19 +207,19 @@ func TestEditResultText(t *testing.T) {
 	o := mustOK(t, call(t, tools, env, "Edit", args{"file_path": f, "old_string": "lineJ", "new_string": "changed"}))
 	want := "The file " + f + " has been updated. Here's the result of running `cat -n` on a snippet of the edited file:\n" +
 		numbered(7, "lineG", "lineH", "lineI", "changed", "lineK", "lineL", "lineM")
-	if diff := cmp.Diff(want, o.text()); diff != "" {
+	if diff := cmp.Diff(want, o.Text()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	wantDiff := "--- " + f + "\n+++ " + f + "\n@@ -7,7 +7,7 @@\n lineG\n lineH\n lineI\n-lineJ\n+changed\n lineK\n lineL\n lineM\n"
-	if diff := cmp.Diff(wantDiff, o.res.Display); diff != "" {
+	if diff := cmp.Diff(wantDiff, o.Res.Display); diff != "" {
 		t.Errorf("Display (-want +got):\n%s", diff)
 	}
 	o = mustOK(t, call(t, tools, env, "Write", args{"file_path": env.Path("new.txt"), "content": "x\n"}))
-	if o.text() != "File created successfully at: "+env.Path("new.txt") {
-		t.Errorf("Write text = %q", o.text())
+	if o.Text() != "File created successfully at: "+env.Path("new.txt") {
+		t.Errorf("Write text = %q", o.Text())
 	}
-	if !strings.HasPrefix(o.res.Display, "--- /dev/null\n+++ "+env.Path("new.txt")+"\n@@ -0,0 +1 @@\n+x\n") {
-		t.Errorf("Write display = %q", o.res.Display)
+	if !strings.HasPrefix(o.Res.Display, "--- /dev/null\n+++ "+env.Path("new.txt")+"\n@@ -0,0 +1 @@\n+x\n") {
+		t.Errorf("Write display = %q", o.Res.Display)
 	}
 }
 
@@ -392,7 +392,7 @@ func TestSpecs(t *testing.T) {
 	for _, tl := range toolMap(nil) {
 		s := tl.Spec()
 		names = append(names, s.Name)
-		compiled(t, tl)
+		tooltest.Schema(t, tl)
 		if len(s.Description) < 200 {
 			t.Errorf("%s: description too short for a model", s.Name)
 		}

@@ -96,20 +96,20 @@ func TestRead(t *testing.T) {
 				opts = tt.opts
 			}
 			o := call(t, toolMap(opts), env, "Read", input)
-			if o.failed() != tt.err {
-				t.Fatalf("failed = %v, want %v: %s", o.failed(), tt.err, o.text())
+			if o.Failed() != tt.err {
+				t.Fatalf("failed = %v, want %v: %s", o.Failed(), tt.err, o.Text())
 			}
 			if tt.want != "" {
-				if diff := cmp.Diff(tt.want, o.text()); diff != "" {
+				if diff := cmp.Diff(tt.want, o.Text()); diff != "" {
 					t.Errorf("(-want +got):\n%s", diff)
 				}
 			}
 			for _, h := range tt.has {
-				if !strings.Contains(o.text(), h) {
-					t.Errorf("result %q does not contain %q", o.text(), h)
+				if !strings.Contains(o.Text(), h) {
+					t.Errorf("result %q does not contain %q", o.Text(), h)
 				}
 			}
-			if tt.err || strings.Contains(o.text(), "fewer than offset") {
+			if tt.err || strings.Contains(o.Text(), "fewer than offset") {
 				if len(env.Files()) != 0 {
 					t.Errorf("read-state recorded for a failed read: %v", env.Files())
 				}
@@ -125,8 +125,8 @@ func TestRead(t *testing.T) {
 			if st.Hash == "" || st.Size != int64(len(tt.content)) {
 				t.Errorf("state = %+v, want hash and size %d", st, len(tt.content))
 			}
-			if o.access.Kind != tool.AccessRead || !o.access.InsideWorkingDirs || o.access.Paths[0] != f {
-				t.Errorf("access = %+v", o.access)
+			if o.Access.Kind != tool.AccessRead || !o.Access.InsideWorkingDirs || o.Access.Paths[0] != f {
+				t.Errorf("access = %+v", o.Access)
 			}
 		})
 	}
@@ -142,17 +142,17 @@ func TestReadDefaults(t *testing.T) {
 	}
 	writeFile(t, f, sb.String())
 	o := mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": f}))
-	if !strings.HasPrefix(o.text(), "[Truncated: PARTIAL view") || !strings.Contains(o.text(), "offset=2001") {
-		t.Errorf("want a partial header naming offset=2001, got %.300q", o.text())
+	if !strings.HasPrefix(o.Text(), "[Truncated: PARTIAL view") || !strings.Contains(o.Text(), "offset=2001") {
+		t.Errorf("want a partial header naming offset=2001, got %.300q", o.Text())
 	}
-	if !strings.Contains(o.text(), "  2000\tline 2000\n") || strings.Contains(o.text(), "line 2001") {
+	if !strings.Contains(o.Text(), "  2000\tline 2000\n") || strings.Contains(o.Text(), "line 2001") {
 		t.Error("want exactly lines 1-2000")
 	}
 	// Lines of 2500 characters are cut at 2000.
 	writeFile(t, f, strings.Repeat("y", 2500)+"\n")
 	o = mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": f}))
-	if !strings.Contains(o.text(), strings.Repeat("y", 2000)+" … [line truncated: 2500 bytes in total]") {
-		t.Errorf("long line not cut at 2000: %.100q", o.text())
+	if !strings.Contains(o.Text(), strings.Repeat("y", 2000)+" … [line truncated: 2500 bytes in total]") {
+		t.Errorf("long line not cut at 2000: %.100q", o.Text())
 	}
 	// 400 KiB in short lines: the first 256 KiB page and a header.
 	sb.Reset()
@@ -161,8 +161,8 @@ func TestReadDefaults(t *testing.T) {
 	}
 	writeFile(t, f, sb.String())
 	o = mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": f}))
-	if !strings.Contains(o.text(), "the first 256 KiB") || len(o.text()) > 256<<10+1000 {
-		t.Errorf("want the first 256 KiB with a header; got %d bytes: %.200q", len(o.text()), o.text())
+	if !strings.Contains(o.Text(), "the first 256 KiB") || len(o.Text()) > 256<<10+1000 {
+		t.Errorf("want the first 256 KiB with a header; got %d bytes: %.200q", len(o.Text()), o.Text())
 	}
 	o = call(t, tools, env, "Read", map[string]any{"file_path": f, "offset": 1, "limit": 2000})
 	mustFail(t, o, "too large", "more than 256 KiB")
@@ -193,10 +193,10 @@ func TestReadImages(t *testing.T) {
 			f := env.Path("picture.bin")
 			writeFile(t, f, b.String())
 			o := mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": f}))
-			if len(o.res.Content) != 1 || o.res.Content[0].Type != "image" || o.res.Content[0].MimeType != mime {
-				t.Fatalf("content = %+v, want one %s image block", o.res.Content, mime)
+			if len(o.Res.Content) != 1 || o.Res.Content[0].Type != "image" || o.Res.Content[0].MimeType != mime {
+				t.Fatalf("content = %+v, want one %s image block", o.Res.Content, mime)
 			}
-			if !bytes.Equal(o.res.Content[0].Data, b.Bytes()) {
+			if !bytes.Equal(o.Res.Content[0].Data, b.Bytes()) {
 				t.Error("image data differs from the file")
 			}
 		})
@@ -217,8 +217,8 @@ func TestReadImages(t *testing.T) {
 		f := env.Path("a.png")
 		writeFile(t, f, "just text\n")
 		o := mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": f}))
-		if o.text() != numbered(1, "just text") {
-			t.Errorf("got %q", o.text())
+		if o.Text() != numbered(1, "just text") {
+			t.Errorf("got %q", o.Text())
 		}
 	})
 }
@@ -264,12 +264,12 @@ func TestReadHugeSparseFile(t *testing.T) {
 	if after.HeapInuse > before.HeapInuse && after.HeapInuse-before.HeapInuse > 50<<20 {
 		t.Errorf("heap in use grew by %d MiB", (after.HeapInuse-before.HeapInuse)>>20)
 	}
-	if !strings.Contains(o.text(), "PARTIAL view") || !strings.Contains(o.text(), "  2000\tlog line 2000: something happened\n") {
-		t.Errorf("want the first 2000 lines with a partial header, got %.200q", o.text())
+	if !strings.Contains(o.Text(), "PARTIAL view") || !strings.Contains(o.Text(), "  2000\tlog line 2000: something happened\n") {
+		t.Errorf("want the first 2000 lines with a partial header, got %.200q", o.Text())
 	}
-	if o2.text() != numbered(2990, "log line 2990: something happened", "log line 2991: something happened",
+	if o2.Text() != numbered(2990, "log line 2990: something happened", "log line 2991: something happened",
 		"log line 2992: something happened", "log line 2993: something happened", "log line 2994: something happened") {
-		t.Errorf("offset read: got %q", o2.text())
+		t.Errorf("offset read: got %q", o2.Text())
 	}
 	st, _ := env.FileState(f)
 	if !st.Partial || st.Size != 2<<30 || st.Hash != "" {
@@ -299,7 +299,7 @@ func TestReadConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	texts := make([]string, 10)
 	for i := range texts {
-		wg.Go(func() { texts[i] = call(t, tools, env, "Read", map[string]any{"file_path": f}).text() })
+		wg.Go(func() { texts[i] = call(t, tools, env, "Read", map[string]any{"file_path": f}).Text() })
 	}
 	wg.Wait()
 	for _, got := range texts {

@@ -51,44 +51,6 @@ func absPath(env tool.Env, p string) (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// realPath resolves the symlinks of p. For a path that does not exist yet it
-// resolves the nearest existing parent and appends the rest; a dangling
-// symlink on the way is followed to where it points, as a write through it
-// would be.
-func realPath(p string) string {
-	p = filepath.Clean(p)
-	for hops := 0; hops < 40; hops++ {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		var rest []string
-		dir := p
-		for {
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				return p
-			}
-			rest = append([]string{filepath.Base(dir)}, rest...)
-			dir = parent
-			r, err := filepath.EvalSymlinks(dir)
-			if err != nil {
-				continue
-			}
-			first := filepath.Join(r, rest[0])
-			target, err := os.Readlink(first)
-			if err != nil {
-				return filepath.Join(append([]string{r}, rest...)...)
-			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(r, target)
-			}
-			p = filepath.Join(append([]string{target}, rest[1:]...)...)
-			break
-		}
-	}
-	return p // a symlink loop: the path as given
-}
-
 // insideDirs reports whether the real path p is inside one of dirs, whose
 // symlinks the session has resolved (tool.Env.WorkingDirs).
 func insideDirs(p string, dirs []string) bool {
@@ -114,7 +76,7 @@ func accessFor(call *tool.Call, kind tool.AccessKind, filePath string) (tool.Acc
 	if err != nil {
 		return tool.Access{}, err
 	}
-	r := realPath(p)
+	r := tool.RealPath(p)
 	var dirs []string
 	if call.Env != nil {
 		dirs = call.Env.WorkingDirs()

@@ -80,7 +80,7 @@ func resolvePath(env tool.Env, p string) string {
 // access reports a read of root (Paths and Reads), resolving symbolic links
 // where they exist.
 func access(env tool.Env, root string) tool.Access {
-	real := realPath(root)
+	real := tool.RealPath(root)
 	inside := false
 	if env != nil {
 		for _, wd := range env.WorkingDirs() {
@@ -91,14 +91,6 @@ func access(env tool.Env, root string) tool.Access {
 		}
 	}
 	return tool.Access{Kind: tool.AccessRead, Paths: []string{real}, Reads: []string{real}, InsideWorkingDirs: inside}
-}
-
-// realPath resolves symbolic links in p, or returns p when that fails.
-func realPath(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	return p
 }
 
 // within reports whether p is dir or inside it.

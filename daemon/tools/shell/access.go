@@ -494,7 +494,7 @@ func (a *analyzer) paths(w cword) []string {
 			if !filepath.IsAbs(f) {
 				f = filepath.Join(base, f)
 			}
-			if p := resolveReal(f); !slices.Contains(out, p) {
+			if p := tool.RealPath(f); !slices.Contains(out, p) {
 				out = append(out, p)
 			}
 		}
@@ -522,42 +522,6 @@ func staticPath(w *syntax.Word) bool {
 		}
 	}
 	return true
-}
-
-// resolveReal returns the absolute path p with its symlinks resolved; for
-// a path that does not exist, the nearest existing parent is resolved and
-// the rest appended, and a dangling symlink is followed to its target.
-func resolveReal(p string) string {
-	p = filepath.Clean(p)
-	for hops := 0; hops < 40; hops++ {
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		var rest []string
-		dir := p
-		for {
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				return p
-			}
-			rest = append([]string{filepath.Base(dir)}, rest...)
-			dir = parent
-			r, err := filepath.EvalSymlinks(dir)
-			if err != nil {
-				continue
-			}
-			target, err := os.Readlink(filepath.Join(r, rest[0]))
-			if err != nil {
-				return filepath.Join(append([]string{r}, rest...)...)
-			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(r, target)
-			}
-			p = filepath.Join(append([]string{target}, rest[1:]...)...)
-			break
-		}
-	}
-	return p
 }
 
 // skipOptions returns the index of the first operand of ws: options are

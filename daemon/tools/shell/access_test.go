@@ -343,8 +343,8 @@ func TestAccessWritesOracle(t *testing.T) {
 			env, outside := accessEnv(t)
 			acc := bashAccess(t, env, command)
 			before := snapshot(t, env.Root, outside)
-			if o := h.bash(t, env, map[string]any{"command": command}); o.failed() {
-				t.Fatalf("command failed: %s", o.text())
+			if o := h.bash(t, env, map[string]any{"command": command}); o.Failed() {
+				t.Fatalf("command failed: %s", o.Text())
 			}
 			for p, mod := range snapshot(t, env.Root, outside) {
 				if old, ok := before[p]; ok && old == mod {

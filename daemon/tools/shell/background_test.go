@@ -18,12 +18,12 @@ func startBackground(t *testing.T, h *harness, env *tooltest.Env, input map[stri
 	t.Helper()
 	input["run_in_background"] = true
 	o := h.bash(t, env, input)
-	if o.res.IsError {
-		t.Fatalf("background start: %s", o.text())
+	if o.Res.IsError {
+		t.Fatalf("background start: %s", o.Text())
 	}
-	m := regexp.MustCompile(`with ID: (bash_\d+)`).FindStringSubmatch(o.text())
+	m := regexp.MustCompile(`with ID: (bash_\d+)`).FindStringSubmatch(o.Text())
 	if m == nil {
-		t.Fatalf("no shell id in %q", o.text())
+		t.Fatalf("no shell id in %q", o.Text())
 	}
 	if info := h.waitChange(t); info.ID != m[1] || info.Status != "running" {
 		t.Fatalf("OnChange at start: %+v", info)
@@ -51,20 +51,20 @@ func TestBackgroundStartTailExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := h.call(t, env, "BashOutput", map[string]any{"bash_id": id})
-	if o.failed() || o.text() != "<status>running</status>\n<output>\nfirst\nerr\n</output>" {
-		t.Errorf("first read: %q", o.text())
+	if o.Failed() || o.Text() != "<status>running</status>\n<output>\nfirst\nerr\n</output>" {
+		t.Errorf("first read: %q", o.Text())
 	}
 	o = h.call(t, env, "BashOutput", map[string]any{"bash_id": id})
-	if o.text() != "<status>running</status>\n<output>(no new output)</output>" {
-		t.Errorf("second read: %q", o.text())
+	if o.Text() != "<status>running</status>\n<output>(no new output)</output>" {
+		t.Errorf("second read: %q", o.Text())
 	}
 	if err := os.WriteFile(filepath.Join(env.Root, "go"), []byte("\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	// TaskOutput (the alias) blocks until the shell ends by default.
 	o = h.call(t, env, "TaskOutput", map[string]any{"task_id": id})
-	if o.text() != "<status>exited</status>\n<exit_code>3</exit_code>\n<output>\nsecond\n</output>" {
-		t.Errorf("read after exit: %q", o.text())
+	if o.Text() != "<status>exited</status>\n<exit_code>3</exit_code>\n<output>\nsecond\n</output>" {
+		t.Errorf("read after exit: %q", o.Text())
 	}
 	if info := h.waitChange(t); info.ID != id || info.Status != "exited" || info.ExitCode != 3 || info.OutputBytes != int64(len("first\nerr\nsecond\n")) {
 		t.Errorf("OnChange at exit: %+v", info)
@@ -94,17 +94,17 @@ func TestBackgroundFilter(t *testing.T) {
 	id := startBackground(t, h, env, map[string]any{"command": `printf 'apple\nbanana\navocado\ncherry\nalmond'`})
 	h.waitChange(t) // exited
 	o := h.call(t, env, "BashOutput", map[string]any{"bash_id": id, "filter": "^a"})
-	if o.text() != "<status>exited</status>\n<exit_code>0</exit_code>\n<output>\napple\navocado\nalmond\n</output>" {
-		t.Errorf("filtered: %q", o.text())
+	if o.Text() != "<status>exited</status>\n<exit_code>0</exit_code>\n<output>\napple\navocado\nalmond\n</output>" {
+		t.Errorf("filtered: %q", o.Text())
 	}
 	// The other lines were consumed.
 	o = h.call(t, env, "BashOutput", map[string]any{"bash_id": id})
-	if !strings.Contains(o.text(), "(no new output)") {
-		t.Errorf("after the filtered read: %q", o.text())
+	if !strings.Contains(o.Text(), "(no new output)") {
+		t.Errorf("after the filtered read: %q", o.Text())
 	}
 	o = h.call(t, env, "BashOutput", map[string]any{"bash_id": id, "filter": "(unclosed"})
-	if o.validateErr == nil || !strings.Contains(o.validateErr.Error(), "missing closing )") {
-		t.Errorf("bad filter: %v", o.validateErr)
+	if o.ValidateErr == nil || !strings.Contains(o.ValidateErr.Error(), "missing closing )") {
+		t.Errorf("bad filter: %v", o.ValidateErr)
 	}
 }
 
@@ -120,13 +120,13 @@ func TestKillShell(t *testing.T) {
 	pgid := firstLineInt(t, string(b))
 	for _, name := range []string{"KillShell", "TaskStop", "KillBash"} {
 		o := h.call(t, env, name, map[string]any{"shell_id": id, "task_id": id})
-		if o.schemaErr == nil {
+		if o.SchemaErr == nil {
 			t.Errorf("%s with both ids: no schema error", name)
 		}
 	}
 	o := h.call(t, env, "TaskStop", map[string]any{"task_id": id})
-	if o.failed() || !strings.Contains(o.text(), "Killed shell "+id) || !strings.Contains(o.text(), "<status>killed</status>") {
-		t.Errorf("kill: %q", o.text())
+	if o.Failed() || !strings.Contains(o.Text(), "Killed shell "+id) || !strings.Contains(o.Text(), "<status>killed</status>") {
+		t.Errorf("kill: %q", o.Text())
 	}
 	if !groupGone(pgid) {
 		t.Errorf("group %d survived KillShell", pgid)
@@ -135,12 +135,12 @@ func TestKillShell(t *testing.T) {
 		t.Errorf("OnChange after kill: %+v", info)
 	}
 	o = h.call(t, env, "KillShell", map[string]any{"shell_id": id})
-	if o.failed() || !strings.Contains(o.text(), "had already ended") {
-		t.Errorf("second kill: %q", o.text())
+	if o.Failed() || !strings.Contains(o.Text(), "had already ended") {
+		t.Errorf("second kill: %q", o.Text())
 	}
 	o = h.call(t, env, "BashOutput", map[string]any{"bash_id": id})
-	if !strings.Contains(o.text(), "<status>killed</status>") || !strings.Contains(o.text(), killedByRequest) {
-		t.Errorf("output after kill: %q", o.text())
+	if !strings.Contains(o.Text(), "<status>killed</status>") || !strings.Contains(o.Text(), killedByRequest) {
+		t.Errorf("output after kill: %q", o.Text())
 	}
 }
 
@@ -148,8 +148,8 @@ func TestUnknownAndForeignShellIDs(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
 	o := h.call(t, env, "BashOutput", map[string]any{"bash_id": "bash_9"})
-	if o.validateErr == nil || !strings.Contains(o.validateErr.Error(), `no background shell "bash_9"`) || !strings.Contains(o.validateErr.Error(), "no background shells") {
-		t.Errorf("unknown id: %v", o.validateErr)
+	if o.ValidateErr == nil || !strings.Contains(o.ValidateErr.Error(), `no background shell "bash_9"`) || !strings.Contains(o.ValidateErr.Error(), "no background shells") {
+		t.Errorf("unknown id: %v", o.ValidateErr)
 	}
 	id := startBackground(t, h, env, map[string]any{"command": "true"})
 	h.waitChange(t)
@@ -163,8 +163,8 @@ func TestUnknownAndForeignShellIDs(t *testing.T) {
 		{"KillShell", map[string]any{"shell_id": id}},
 	} {
 		o := h.call(t, other, tc.name, tc.input)
-		if o.validateErr == nil || !strings.Contains(o.validateErr.Error(), "no background shell") {
-			t.Errorf("%s of another session's shell: %v", tc.name, o.validateErr)
+		if o.ValidateErr == nil || !strings.Contains(o.ValidateErr.Error(), "no background shell") {
+			t.Errorf("%s of another session's shell: %v", tc.name, o.ValidateErr)
 		}
 	}
 	if _, _, _, err := h.s.Read("s_other", id, 0, 0); !errors.Is(err, ErrNotFound) {
@@ -174,12 +174,12 @@ func TestUnknownAndForeignShellIDs(t *testing.T) {
 		t.Errorf("Kill from another session: %v", err)
 	}
 	o = h.call(t, env, "BashOutput", map[string]any{})
-	if o.schemaErr == nil {
+	if o.SchemaErr == nil {
 		t.Error("BashOutput without an id: no schema error")
 	}
 	o = h.call(t, env, "BashOutput", map[string]any{"bash_id": "bash_99"})
-	if o.validateErr == nil || !strings.Contains(o.validateErr.Error(), "shells: "+id) {
-		t.Errorf("unknown id with shells: %v", o.validateErr)
+	if o.ValidateErr == nil || !strings.Contains(o.ValidateErr.Error(), "shells: "+id) {
+		t.Errorf("unknown id with shells: %v", o.ValidateErr)
 	}
 }
 
@@ -222,8 +222,8 @@ func TestKillSessionAndClose(t *testing.T) {
 		t.Errorf("OnChange after Close: %+v", info)
 	}
 	o := h.call(t, other, "Bash", map[string]any{"command": "true", "run_in_background": true})
-	if !o.failed() || !strings.Contains(o.text(), "daemon is stopping") {
-		t.Errorf("start after Close: %q", o.text())
+	if !o.Failed() || !strings.Contains(o.Text(), "daemon is stopping") {
+		t.Errorf("start after Close: %q", o.Text())
 	}
 	h.s.Close() // idempotent
 }
@@ -237,12 +237,12 @@ func TestBackgroundLifetime(t *testing.T) {
 		t.Fatalf("after the lifetime: %+v", info)
 	}
 	o := h.call(t, env, "BashOutput", map[string]any{"bash_id": id})
-	if !strings.Contains(o.text(), killedByLifetime) {
-		t.Errorf("%q", o.text())
+	if !strings.Contains(o.Text(), killedByLifetime) {
+		t.Errorf("%q", o.Text())
 	}
 	o = h.bash(t, env, map[string]any{"command": "true", "run_in_background": true, "timeout": 1e9})
-	if !strings.Contains(o.text(), "clamped to 7200000 ms") {
-		t.Errorf("lifetime clamp: %q", o.text())
+	if !strings.Contains(o.Text(), "clamped to 7200000 ms") {
+		t.Errorf("lifetime clamp: %q", o.Text())
 	}
 	h.waitChange(t)
 	h.waitChange(t)
@@ -254,12 +254,12 @@ func TestBashOutputLargeNewOutput(t *testing.T) {
 	id := startBackground(t, h, env, map[string]any{"command": "seq 1 100000"})
 	h.waitChange(t)
 	o := h.call(t, env, "BashOutput", map[string]any{"bash_id": id})
-	text := o.text()
+	text := o.Text()
 	if len(text) > 1500 || !strings.Contains(text, "Output too large: 588895 bytes") || !strings.Contains(text, "\n1\n2\n") || !strings.HasSuffix(text, "99999\n100000\n</output>") {
 		t.Errorf("%d bytes: %q", len(text), text)
 	}
 	o = h.call(t, env, "BashOutput", map[string]any{"bash_id": id, "filter": "^9999[0-9]$"})
-	if !strings.Contains(o.text(), "no new output matching") {
-		t.Errorf("all was consumed: %q", o.text())
+	if !strings.Contains(o.Text(), "no new output matching") {
+		t.Errorf("all was consumed: %q", o.Text())
 	}
 }

@@ -190,7 +190,8 @@ func globDir(p string) string {
 }
 
 // resolvePath returns p absolute with symlinks resolved as far as it
-// exists, or "" when that is unsure (a .. after a part that does not exist).
+// exists (tool.RealPath: a dangling symlink is followed to its target), or
+// "" when that is unsure (a .. after a part that does not exist).
 func resolvePath(p string) string {
 	if real, err := filepath.EvalSymlinks(p); err == nil {
 		return real
@@ -198,19 +199,7 @@ func resolvePath(p string) string {
 	if hasDotDot(p) {
 		return ""
 	}
-	p = filepath.Clean(p)
-	dir, rest := p, ""
-	for {
-		parent := filepath.Dir(dir)
-		rest = filepath.Join(filepath.Base(dir), rest)
-		dir = parent
-		if real, err := filepath.EvalSymlinks(dir); err == nil {
-			return filepath.Join(real, rest)
-		}
-		if parent == "/" || parent == "." {
-			return ""
-		}
-	}
+	return tool.RealPath(p)
 }
 
 func hasDotDot(p string) bool {

@@ -18,17 +18,17 @@ func TestOutputInterleavedAndSessionEnv(t *testing.T) {
 	env := newEnv(t)
 	env.Vars = append(env.Vars, "TACKLE_TEST_VAR=from the client")
 	o := h.bash(t, env, map[string]any{"command": `echo out; echo err >&2; echo "$TACKLE_TEST_VAR"; pwd`})
-	if o.failed() {
-		t.Fatalf("failed: %s", o.text())
+	if o.Failed() {
+		t.Fatalf("failed: %s", o.Text())
 	}
-	if want := "out\nerr\nfrom the client\n" + env.Root; o.text() != want {
-		t.Errorf("output %q, want %q", o.text(), want)
+	if want := "out\nerr\nfrom the client\n" + env.Root; o.Text() != want {
+		t.Errorf("output %q, want %q", o.Text(), want)
 	}
-	if got := strings.Join(o.progress, ""); got != "out\nerr\nfrom the client\n"+env.Root+"\n" {
+	if got := strings.Join(o.Progress, ""); got != "out\nerr\nfrom the client\n"+env.Root+"\n" {
 		t.Errorf("progress %q", got)
 	}
-	if o.access.Kind != "exec" || o.access.Command == "" {
-		t.Errorf("access %+v", o.access)
+	if o.Access.Kind != "exec" || o.Access.Command == "" {
+		t.Errorf("access %+v", o.Access)
 	}
 }
 
@@ -45,25 +45,25 @@ func TestCwdPersistsInsideAndResetsOutside(t *testing.T) {
 	}
 
 	o := h.bash(t, env, map[string]any{"command": `cd "sub dir"`})
-	if o.failed() || env.Cwd() != sub {
-		t.Fatalf("after cd: %q, cwd %q", o.text(), env.Cwd())
+	if o.Failed() || env.Cwd() != sub {
+		t.Fatalf("after cd: %q, cwd %q", o.Text(), env.Cwd())
 	}
 	o = h.bash(t, env, map[string]any{"command": "pwd"})
-	if o.text() != sub {
-		t.Errorf("pwd in the next call = %q, want %q", o.text(), sub)
+	if o.Text() != sub {
+		t.Errorf("pwd in the next call = %q, want %q", o.Text(), sub)
 	}
 	// An exit status does not stop the cd from persisting.
 	o = h.bash(t, env, map[string]any{"command": "cd .. && false"})
-	if env.Cwd() != env.Root || !strings.Contains(o.text(), "Exit code 1") {
-		t.Errorf("cd .. && false: %q, cwd %q", o.text(), env.Cwd())
+	if env.Cwd() != env.Root || !strings.Contains(o.Text(), "Exit code 1") {
+		t.Errorf("cd .. && false: %q, cwd %q", o.Text(), env.Cwd())
 	}
 
 	for _, cmd := range []string{"cd /", "cd ..", "cd escape", "cd sub\\ dir && cd ../escape"} {
 		env.SetCwd(env.Root)
 		o = h.bash(t, env, map[string]any{"command": cmd + " && pwd"})
 		want := "Shell cwd was reset to " + env.Root
-		if !strings.HasSuffix(o.text(), want) || env.Cwd() != env.Root {
-			t.Errorf("%s: result %q (want it to end with %q), cwd %q", cmd, o.text(), want, env.Cwd())
+		if !strings.HasSuffix(o.Text(), want) || env.Cwd() != env.Root {
+			t.Errorf("%s: result %q (want it to end with %q), cwd %q", cmd, o.Text(), want, env.Cwd())
 		}
 	}
 
@@ -73,8 +73,8 @@ func TestCwdPersistsInsideAndResetsOutside(t *testing.T) {
 	env.SetCwd(gone)
 	os.Remove(gone)
 	o = h.bash(t, env, map[string]any{"command": "pwd"})
-	if !strings.HasPrefix(o.text(), env.Root+"\n") || !strings.HasSuffix(o.text(), "Shell cwd was reset to "+env.Root) || env.Cwd() != env.Root {
-		t.Errorf("vanished cwd: %q, cwd %q", o.text(), env.Cwd())
+	if !strings.HasPrefix(o.Text(), env.Root+"\n") || !strings.HasSuffix(o.Text(), "Shell cwd was reset to "+env.Root) || env.Cwd() != env.Root {
+		t.Errorf("vanished cwd: %q, cwd %q", o.Text(), env.Cwd())
 	}
 }
 
@@ -83,8 +83,8 @@ func TestEnvironmentDoesNotPersist(t *testing.T) {
 	env := newEnv(t)
 	h.bash(t, env, map[string]any{"command": "export TACKLE_X=1; TACKLE_Y=2; alias ll=ls; f() { :; }"})
 	o := h.bash(t, env, map[string]any{"command": `echo "${TACKLE_X:-unset} ${TACKLE_Y:-unset}"; type ll f 2>&1 | grep -c 'not found'`})
-	if o.text() != "unset unset\n2" {
-		t.Errorf("got %q", o.text())
+	if o.Text() != "unset unset\n2" {
+		t.Errorf("got %q", o.Text())
 	}
 }
 
@@ -119,8 +119,8 @@ func TestExitCodes(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.command, func(t *testing.T) {
 			o := h.bash(t, env, map[string]any{"command": tc.command})
-			if o.res.IsError != tc.isError || !strings.Contains(o.text(), tc.want) {
-				t.Errorf("IsError %v, text %q; want %v and %q", o.res.IsError, o.text(), tc.isError, tc.want)
+			if o.Res.IsError != tc.isError || !strings.Contains(o.Text(), tc.want) {
+				t.Errorf("IsError %v, text %q; want %v and %q", o.Res.IsError, o.Text(), tc.isError, tc.want)
 			}
 		})
 	}
@@ -137,10 +137,10 @@ func TestTimeoutKillsWholeGroup(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := h.bash(t, env, map[string]any{"command": tc.command, "timeout": 300})
-			if !o.res.IsError || !strings.Contains(o.text(), "timed out after 300ms") {
-				t.Fatalf("result %q, want a timeout error", o.text())
+			if !o.Res.IsError || !strings.Contains(o.Text(), "timed out after 300ms") {
+				t.Fatalf("result %q, want a timeout error", o.Text())
 			}
-			pgid := firstLineInt(t, o.text())
+			pgid := firstLineInt(t, o.Text())
 			if !groupGone(pgid) {
 				t.Errorf("process group %d still has processes after the timeout", pgid)
 			}
@@ -168,8 +168,8 @@ func TestCancellationKillsGroup(t *testing.T) {
 	}
 	cancel()
 	o := <-done
-	if !o.res.IsError || !strings.Contains(o.text(), "cancelled") {
-		t.Errorf("result %q, want cancelled", o.text())
+	if !o.Res.IsError || !strings.Contains(o.Text(), "cancelled") {
+		t.Errorf("result %q, want cancelled", o.Text())
 	}
 	if pgid := firstLineInt(t, string(b)); !groupGone(pgid) {
 		t.Errorf("process group %d survived the cancellation", pgid)
@@ -181,10 +181,10 @@ func TestGrandchildHoldingOutputOpen(t *testing.T) {
 	env := newEnv(t)
 	// Within the group: it is stopped when the command finishes.
 	o := h.bash(t, env, map[string]any{"command": "echo $$; (sleep 30 &) ; echo done", "timeout": 20000})
-	if o.res.IsError || !strings.Contains(o.text(), "done") || !strings.Contains(o.text(), "stopped when it finished") {
-		t.Fatalf("result %q", o.text())
+	if o.Res.IsError || !strings.Contains(o.Text(), "done") || !strings.Contains(o.Text(), "stopped when it finished") {
+		t.Fatalf("result %q", o.Text())
 	}
-	if pgid := firstLineInt(t, o.text()); !groupGone(pgid) {
+	if pgid := firstLineInt(t, o.Text()); !groupGone(pgid) {
 		t.Errorf("group %d not gone", pgid)
 	}
 	// Out of the group (setsid): it is left alone, and the pipe is given up on.
@@ -192,10 +192,10 @@ func TestGrandchildHoldingOutputOpen(t *testing.T) {
 	// command does not race the setsid.)
 	o = h.bash(t, env, map[string]any{"command": `setsid sleep 30 & pid=$!
 while [ "$(cut -d' ' -f6 /proc/$pid/stat)" != "$pid" ]; do :; done; echo $pid; echo done`, "timeout": 20000})
-	if o.res.IsError || !strings.Contains(o.text(), "done") {
-		t.Fatalf("result %q", o.text())
+	if o.Res.IsError || !strings.Contains(o.Text(), "done") {
+		t.Fatalf("result %q", o.Text())
 	}
-	pid := firstLineInt(t, o.text())
+	pid := firstLineInt(t, o.Text())
 	if err := unix.Kill(pid, 0); err != nil {
 		t.Fatalf("the setsid process %d is gone: %v", pid, err)
 	}
@@ -208,8 +208,8 @@ func TestStdinIsNull(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
 	o := h.bash(t, env, map[string]any{"command": `cat; read x; echo "read status $? [$x]"`, "timeout": 20000})
-	if o.text() != "read status 1 []" {
-		t.Errorf("got %q", o.text())
+	if o.Text() != "read status 1 []" {
+		t.Errorf("got %q", o.Text())
 	}
 }
 
@@ -217,18 +217,18 @@ func TestBinaryAndInvalidUTF8(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
 	o := h.bash(t, env, map[string]any{"command": `printf 'a\xff\xfeb\x00c\xe2\x82\xacd\xe2\x82'`})
-	text := o.text()
+	text := o.Text()
 	if !utf8.ValidString(text) || text != "a\uFFFDb\x00c€d\uFFFD" {
 		t.Errorf("got %q", text)
 	}
-	for _, p := range o.progress {
+	for _, p := range o.Progress {
 		if !utf8.ValidString(p) {
 			t.Errorf("invalid UTF-8 in progress %q", p)
 		}
 	}
 	o = h.bash(t, env, map[string]any{"command": `head -c 300000 /dev/urandom`})
-	if !utf8.ValidString(o.text()) || !strings.Contains(o.text(), "Output too large") {
-		t.Errorf("random bytes: valid %v, %.200q", utf8.ValidString(o.text()), o.text())
+	if !utf8.ValidString(o.Text()) || !strings.Contains(o.Text(), "Output too large") {
+		t.Errorf("random bytes: valid %v, %.200q", utf8.ValidString(o.Text()), o.Text())
 	}
 }
 
@@ -256,15 +256,15 @@ func TestProgressBounded(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
 	o := h.bash(t, env, map[string]any{"command": `seq 1 200000`})
-	if len(o.progress) == 0 {
+	if len(o.Progress) == 0 {
 		t.Fatal("no progress")
 	}
-	for _, p := range o.progress {
+	for _, p := range o.Progress {
 		if len(p) > progressMaxBytes+100 {
 			t.Errorf("a progress call of %d bytes", len(p))
 		}
 	}
-	last := o.progress[len(o.progress)-1]
+	last := o.Progress[len(o.Progress)-1]
 	if !strings.HasSuffix(last, "199999\n200000\n") {
 		t.Errorf("last progress ends %q", last[max(0, len(last)-40):])
 	}
@@ -274,8 +274,8 @@ func TestLargeOutputHeadTailFile(t *testing.T) {
 	h := newHarness(t, nil)
 	env := newEnv(t)
 	o := h.bash(t, env, map[string]any{"command": `seq 1 100000`})
-	text := o.text()
-	if o.res.IsError || len(text) > 31000 || !strings.HasPrefix(text, "Output too large: 588895 bytes in 100000 lines") {
+	text := o.Text()
+	if o.Res.IsError || len(text) > 31000 || !strings.HasPrefix(text, "Output too large: 588895 bytes in 100000 lines") {
 		t.Fatalf("len %d, %.300q", len(text), text)
 	}
 	if !strings.Contains(text, "\n1\n2\n3\n") || !strings.HasSuffix(text, "\n99999\n100000") || !strings.Contains(text, " bytes omitted ...]") {
@@ -289,8 +289,8 @@ func TestLargeOutputHeadTailFile(t *testing.T) {
 	}
 	// Multi-byte text over the byte budget but within the character cap stays whole.
 	o = h.bash(t, env, map[string]any{"command": `for i in $(seq 1 2000); do printf 'ééééé'; done`})
-	if strings.Contains(o.text(), "Output too large") || utf8.RuneCountInString(o.text()) != 10000 {
-		t.Errorf("10000 two-byte runes: %.100q", o.text())
+	if strings.Contains(o.Text(), "Output too large") || utf8.RuneCountInString(o.Text()) != 10000 {
+		t.Errorf("10000 two-byte runes: %.100q", o.Text())
 	}
 }
 
@@ -306,10 +306,10 @@ func TestGigabyte(t *testing.T) {
 	o := h.bash(t, env, map[string]any{"command": `head -c 1G /dev/zero | tr '\0' a; echo; echo end`})
 	elapsed := time.Since(start)
 	growth := peakRSS(t) - base
-	if o.res.IsError || !strings.HasPrefix(o.text(), "Output too large: 1073741829 bytes in 2 lines") || !strings.HasSuffix(o.text(), "aaaa\nend") {
-		t.Fatalf("%.300q", o.text())
+	if o.Res.IsError || !strings.HasPrefix(o.Text(), "Output too large: 1073741829 bytes in 2 lines") || !strings.HasSuffix(o.Text(), "aaaa\nend") {
+		t.Fatalf("%.300q", o.Text())
 	}
-	_, rest, _ := strings.Cut(o.text(), "The whole output is in ")
+	_, rest, _ := strings.Cut(o.Text(), "The whole output is in ")
 	path, _, _ := strings.Cut(rest, ":")
 	fi, err := os.Stat(path)
 	if err != nil || fi.Size() != 1073741829 {
@@ -326,8 +326,8 @@ func TestTimeoutClampedAndDefault(t *testing.T) {
 	h := newHarness(t, &Options{MaxTimeout: 5 * time.Second, KillGrace: 100 * time.Millisecond})
 	env := newEnv(t)
 	o := h.bash(t, env, map[string]any{"command": "echo ok", "timeout": 900000})
-	if o.res.IsError || !strings.Contains(o.text(), "ok\nThe timeout of 900000 ms is over the maximum; it was clamped to 5000 ms.") {
-		t.Errorf("got %q", o.text())
+	if o.Res.IsError || !strings.Contains(o.Text(), "ok\nThe timeout of 900000 ms is over the maximum; it was clamped to 5000 ms.") {
+		t.Errorf("got %q", o.Text())
 	}
 	if d, note := clampDuration(nil, 120*time.Second, 600*time.Second, "timeout"); d != 120*time.Second || note != "" {
 		t.Errorf("default: %v %q", d, note)
@@ -357,19 +357,19 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			o := h.call(t, env, "Bash", tc.input)
-			err := o.validateErr
+			err := o.ValidateErr
 			if tc.schema {
-				err = o.schemaErr
+				err = o.SchemaErr
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("schema %v, validate %v; want %q", o.schemaErr, o.validateErr, tc.want)
+				t.Errorf("schema %v, validate %v; want %q", o.SchemaErr, o.ValidateErr, tc.want)
 			}
 		})
 	}
 	// An unparseable command still runs (bash reports the error) and is not read-only.
 	o := h.bash(t, env, map[string]any{"command": "echo $("})
-	if !o.res.IsError || !strings.Contains(o.text(), "Exit code 2") {
-		t.Errorf("unparseable: %q", o.text())
+	if !o.Res.IsError || !strings.Contains(o.Text(), "Exit code 2") {
+		t.Errorf("unparseable: %q", o.Text())
 	}
 	if a := h.tools["Bash"].Attributes([]byte(`{"command":"echo $("}`)); a.ReadOnly || a.ConcurrencySafe {
 		t.Errorf("unparseable command classified %+v", a)
@@ -380,7 +380,7 @@ func TestShellMissing(t *testing.T) {
 	h := newHarness(t, &Options{Shell: "/nonexistent/bash"})
 	env := newEnv(t)
 	o := h.call(t, env, "Bash", map[string]any{"command": "true"})
-	if o.runErr == nil || !errors.Is(o.runErr, os.ErrNotExist) {
-		t.Errorf("got %v", o.runErr)
+	if o.RunErr == nil || !errors.Is(o.RunErr, os.ErrNotExist) {
+		t.Errorf("got %v", o.RunErr)
 	}
 }

@@ -1,18 +1,14 @@
 package shell
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
@@ -36,63 +32,7 @@ func newEnv(t testing.TB) *tooltest.Env {
 }
 
 // outcome is what the pipeline would make of one call.
-type outcome struct {
-	schemaErr   error
-	validateErr error
-	access      tool.Access
-	res         *tool.Result
-	runErr      error
-	progress    []string
-}
-
-func (o outcome) text() string {
-	switch {
-	case o.schemaErr != nil:
-		return o.schemaErr.Error()
-	case o.validateErr != nil:
-		return o.validateErr.Error()
-	case o.runErr != nil:
-		return o.runErr.Error()
-	}
-	var sb strings.Builder
-	for _, c := range o.res.Content {
-		sb.WriteString(c.Text)
-	}
-	return sb.String()
-}
-
-func (o outcome) failed() bool {
-	return o.schemaErr != nil || o.validateErr != nil || o.runErr != nil || o.res.IsError
-}
-
-var (
-	schemaMu    sync.Mutex
-	schemaCache = map[string]*jsonschema.Schema{}
-)
-
-func compiled(t testing.TB, tl tool.Tool) *jsonschema.Schema {
-	t.Helper()
-	schemaMu.Lock()
-	defer schemaMu.Unlock()
-	name := tl.Spec().Name
-	if s, ok := schemaCache[name]; ok {
-		return s
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tl.Spec().InputSchema))
-	if err != nil {
-		t.Fatalf("%s schema: %v", name, err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("mem://"+name, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile("mem://" + name)
-	if err != nil {
-		t.Fatalf("compiling %s schema: %v", name, err)
-	}
-	schemaCache[name] = s
-	return s
-}
+type outcome = tooltest.Outcome
 
 // harness is a Shells with its tools by name and alias.
 type harness struct {
@@ -129,52 +69,15 @@ func (h *harness) call(t testing.TB, env *tooltest.Env, name string, input any) 
 
 func (h *harness) callCtx(ctx context.Context, t testing.TB, env *tooltest.Env, name string, input any) outcome {
 	t.Helper()
-	tl, ok := h.tools[name]
-	if !ok {
-		t.Fatalf("no tool %q", name)
-	}
-	raw, err := json.Marshal(input)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o outcome
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := compiled(t, tl).Validate(doc); err != nil {
-		o.schemaErr = err
-		return o
-	}
-	c := &tool.Call{ID: "toolu_1", Name: name, Input: raw, Env: env}
-	if err := tl.Validate(ctx, c); err != nil {
-		o.validateErr = err
-		return o
-	}
-	if o.access, err = tl.CheckPermission(ctx, c); err != nil {
-		o.runErr = err
-		return o
-	}
-	var pmu sync.Mutex
-	o.res, o.runErr = tl.Run(ctx, c, func(s string) {
-		pmu.Lock()
-		o.progress = append(o.progress, s)
-		pmu.Unlock()
-	})
-	if o.runErr == nil {
-		env.Apply(o.res)
-	}
-	pmu.Lock()
-	defer pmu.Unlock()
-	return o
+	return tooltest.Call(ctx, t, h.tools, env, name, input, &tooltest.CallOptions{ID: "toolu_1", KeepPermissionErr: true})
 }
 
 // bash runs a foreground command and fails the test if it does not run.
 func (h *harness) bash(t testing.TB, env *tooltest.Env, input map[string]any) outcome {
 	t.Helper()
 	o := h.call(t, env, "Bash", input)
-	if o.schemaErr != nil || o.validateErr != nil || o.runErr != nil {
-		t.Fatalf("Bash %v: %s", input, o.text())
+	if o.SchemaErr != nil || o.ValidateErr != nil || o.RunErr != nil {
+		t.Fatalf("Bash %v: %s", input, o.Text())
 	}
 	return o
 }

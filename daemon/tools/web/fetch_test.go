@@ -46,7 +46,7 @@ func TestFetchHTML(t *testing.T) {
 	}))
 	tl := tools(t, nil)
 	o := mustOK(t, call(t, tl, tooltest.New(t), "WebFetch", fetch(srv.URL+"/notes")))
-	got := o.text()
+	got := o.Text()
 	mustContain(t, got,
 		"Prompt: What does the page say?\nURL: "+srv.URL+"/notes (fetched ",
 		"# Release notes",
@@ -63,11 +63,11 @@ func TestFetchHTML(t *testing.T) {
 	if !strings.Contains(got, "|---") && !strings.Contains(got, "| ---") {
 		t.Errorf("no Markdown table separator row:\n%s", got)
 	}
-	if o.access.Kind != tool.AccessNetwork || o.access.Command != "127.0.0.1" || o.access.InsideWorkingDirs {
-		t.Errorf("access = %+v, want network to 127.0.0.1 outside the working dirs", o.access)
+	if o.Access.Kind != tool.AccessNetwork || o.Access.Command != "127.0.0.1" || o.Access.InsideWorkingDirs {
+		t.Errorf("access = %+v, want network to 127.0.0.1 outside the working dirs", o.Access)
 	}
-	if o.res.Display == "" || !strings.Contains(o.res.Display, "200 OK") {
-		t.Errorf("display = %q, want the size and status", o.res.Display)
+	if o.Res.Display == "" || !strings.Contains(o.Res.Display, "200 OK") {
+		t.Errorf("display = %q, want the size and status", o.Res.Display)
 	}
 }
 
@@ -113,10 +113,10 @@ func TestFetchRedirects(t *testing.T) {
 	env := tooltest.New(t)
 
 	o := mustOK(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/a")))
-	mustContain(t, o.text(), "arrived with x=1", "URL: "+srv.URL+"/final?x=1", "Redirected from: "+srv.URL+"/a")
+	mustContain(t, o.Text(), "arrived with x=1", "URL: "+srv.URL+"/final?x=1", "Redirected from: "+srv.URL+"/a")
 
 	o = mustOK(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/away")))
-	mustContain(t, o.text(), "REDIRECT DETECTED", "Original URL: "+srv.URL+"/away", "Redirect URL: "+otherURL,
+	mustContain(t, o.Text(), "REDIRECT DETECTED", "Original URL: "+srv.URL+"/away", "Redirect URL: "+otherURL,
 		"Please use WebFetch again with these parameters", `url: "`+otherURL+`"`, `prompt: "What does the page say?"`)
 	if n := other.hits.Load(); n != 0 {
 		t.Errorf("the other host got %d requests, want 0 (redirect must not be followed)", n)
@@ -158,8 +158,8 @@ func TestFetchUpgradesHTTP(t *testing.T) {
 			if len(rt.urls) != 1 || rt.urls[0] != tc.want {
 				t.Errorf("requested %q, want [%q]", rt.urls, tc.want)
 			}
-			if o.access.Command != tc.host {
-				t.Errorf("access command = %q, want %q", o.access.Command, tc.host)
+			if o.Access.Command != tc.host {
+				t.Errorf("access command = %q, want %q", o.Access.Command, tc.host)
 			}
 		})
 	}
@@ -175,7 +175,7 @@ func TestFetchTLS(t *testing.T) {
 	t.Cleanup(srv.Close)
 	tl := tools(t, &web.Options{HTTPClient: srv.Client()})
 	o := mustOK(t, call(t, tl, tooltest.New(t), "WebFetch", fetch(srv.URL+"/secure")))
-	mustContain(t, o.text(), "over **TLS**", "URL: https://127.0.0.1:")
+	mustContain(t, o.Text(), "over **TLS**", "URL: https://127.0.0.1:")
 
 	// Without trust in the test certificate the fetch fails with a clear error.
 	tl = tools(t, nil)
@@ -198,7 +198,7 @@ func TestFetchStatus(t *testing.T) {
 	mustFail(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/missing")), "HTTP 404 Not Found for "+srv.URL+"/missing")
 	mustFail(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/broken")), "HTTP 500 Internal Server Error for "+srv.URL+"/broken")
 	o := mustOK(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/empty")))
-	mustContain(t, o.text(), "(the page has no text content)")
+	mustContain(t, o.Text(), "(the page has no text content)")
 }
 
 func TestFetchLargeBody(t *testing.T) {
@@ -214,11 +214,11 @@ func TestFetchLargeBody(t *testing.T) {
 	}))
 	tl := tools(t, nil)
 	o := mustOK(t, call(t, tl, tooltest.New(t), "WebFetch", fetch(srv.URL+"/big")))
-	mustContain(t, o.text(),
+	mustContain(t, o.Text(),
 		"[Content cut: the response is larger than 10 MB; only the first 10 MB were read.]",
 		fmt.Sprintf("[Showing characters 0 to 40000 of %d.]", 10<<20),
 		"To read on, call WebFetch again with the same url and offset: 40000.")
-	if n := utf8.RuneCountInString(o.text()); n > 50000 {
+	if n := utf8.RuneCountInString(o.Text()); n > 50000 {
 		t.Errorf("result has %d characters, over the pipeline's 50000", n)
 	}
 }
@@ -343,7 +343,7 @@ func TestFetchContentTypes(t *testing.T) {
 				mustFail(t, o, tc.want, srv.URL+tc.path)
 				return
 			}
-			mustContain(t, mustOK(t, o).text(), tc.want)
+			mustContain(t, mustOK(t, o).Text(), tc.want)
 		})
 	}
 }
@@ -371,7 +371,7 @@ func TestFetchPaging(t *testing.T) {
 		if offset > 0 {
 			in["offset"] = offset
 		}
-		text := mustOK(t, call(t, tl, env, "WebFetch", in)).text()
+		text := mustOK(t, call(t, tl, env, "WebFetch", in)).Text()
 		if n := utf8.RuneCountInString(text); n > 50000 {
 			t.Fatalf("page %d has %d characters, over the pipeline's 50000", page, n)
 		}
@@ -422,10 +422,10 @@ func TestFetchCache(t *testing.T) {
 	if n := srv.hits.Load(); n != 1 {
 		t.Fatalf("server got %d requests for two fetches of one URL, want 1", n)
 	}
-	if strings.Contains(first.text(), "from cache") || !strings.Contains(second.text(), "from cache") {
-		t.Errorf("only the second result should say it came from the cache:\n%s\n---\n%s", first.text(), second.text())
+	if strings.Contains(first.Text(), "from cache") || !strings.Contains(second.Text(), "from cache") {
+		t.Errorf("only the second result should say it came from the cache:\n%s\n---\n%s", first.Text(), second.Text())
 	}
-	mustContain(t, second.text(), "Prompt: another question", "page /a")
+	mustContain(t, second.Text(), "Prompt: another question", "page /a")
 	mustOK(t, call(t, tl, env, "WebFetch", fetch(srv.URL+"/b")))
 	if n := srv.hits.Load(); n != 2 {
 		t.Fatalf("server got %d requests after fetching another URL, want 2", n)

@@ -129,24 +129,24 @@ func TestSearchSearXNG(t *testing.T) {
 	b := newSearXNG(t)
 	tl := tools(t, &web.Options{Settings: settings(`{"provider":"searxng","url":"` + b.URL + `/"}`)})
 	o := mustOK(t, call(t, tl, tooltest.New(t), "WebSearch", search("go release notes")))
-	mustContain(t, o.text(),
+	mustContain(t, o.Text(),
 		`Web search results for query: "go release notes" (via SearXNG)`,
 		"1. Go 1.26 release notes\n   https://go.dev/doc/go1.26\n   Go 1.26 adds <strong>new</strong> features &amp; fixes.\n",
 		"2. Tackle docs\n   https://docs.example.com/tackle\n   Documentation for tackle.\n",
 		"5. Spam\n   https://spam.test/buy\n",
 		"cite the sources",
 	)
-	if strings.Contains(o.text(), "No URL") {
-		t.Errorf("a result without a URL was listed:\n%s", o.text())
+	if strings.Contains(o.Text(), "No URL") {
+		t.Errorf("a result without a URL was listed:\n%s", o.Text())
 	}
 	if q, _ := b.last(); q != "go release notes" {
 		t.Errorf("backend got q=%q", q)
 	}
-	if o.access.Command != "127.0.0.1" || o.access.Kind != "network" {
-		t.Errorf("access = %+v, want network to the backend host", o.access)
+	if o.Access.Command != "127.0.0.1" || o.Access.Kind != "network" {
+		t.Errorf("access = %+v, want network to the backend host", o.Access)
 	}
-	if o.res.Display != "Found 5 results" {
-		t.Errorf("display = %q", o.res.Display)
+	if o.Res.Display != "Found 5 results" {
+		t.Errorf("display = %q", o.Res.Display)
 	}
 }
 
@@ -157,7 +157,7 @@ func TestSearchBrave(t *testing.T) {
 	env.Vars = []string{"PATH=/bin", "MY_BRAVE_KEY=wrong", "MY_BRAVE_KEY=" + key}
 	tl := tools(t, &web.Options{Settings: settings(`{"provider":"brave","apiKeyEnv":"MY_BRAVE_KEY","url":"` + b.URL + `"}`)})
 	o := mustOK(t, call(t, tl, env, "WebSearch", search("go release notes")))
-	mustContain(t, o.text(),
+	mustContain(t, o.Text(),
 		"(via Brave Search)",
 		"1. Go 1.26 release notes\n   https://go.dev/doc/go1.26\n   Go 1.26 adds new features & fixes.\n",
 		"3. Example home\n   https://example.com/\n",
@@ -188,8 +188,8 @@ func TestSearchBrave(t *testing.T) {
 	tl = tools(t, &web.Options{Settings: settings(`{"provider":"brave"}`), HTTPClient: &http.Client{Transport: &recordingTransport{}}})
 	c := call(t, tl, tooltest.New(t), "WebSearch", search("golang"))
 	mustFail(t, c, "Brave Search", "no network in this test")
-	if c.access.Command != "api.search.brave.com" {
-		t.Errorf("access command = %q, want api.search.brave.com", c.access.Command)
+	if c.Access.Command != "api.search.brave.com" {
+		t.Errorf("access command = %q, want api.search.brave.com", c.Access.Command)
 	}
 }
 
@@ -207,10 +207,10 @@ func TestSearchDomains(t *testing.T) {
 			env := tooltest.New(t)
 
 			o := mustOK(t, call(t, tl, env, "WebSearch", map[string]any{"query": "docs", "allowed_domains": []string{"https://Example.com/"}}))
-			mustContain(t, o.text(), "Only from: example.com", "1. Tackle docs", "2. Example home")
+			mustContain(t, o.Text(), "Only from: example.com", "1. Tackle docs", "2. Example home")
 			for _, gone := range []string{"go.dev", "notexample.com", "spam.test"} {
-				if strings.Contains(o.text(), gone) {
-					t.Errorf("allowed_domains example.com let %s through:\n%s", gone, o.text())
+				if strings.Contains(o.Text(), gone) {
+					t.Errorf("allowed_domains example.com let %s through:\n%s", gone, o.Text())
 				}
 			}
 			if q, _ := b.last(); q != "docs site:example.com" {
@@ -218,22 +218,22 @@ func TestSearchDomains(t *testing.T) {
 			}
 
 			o = mustOK(t, call(t, tl, env, "WebSearch", map[string]any{"query": "docs", "allowed_domains": []string{"go.dev", "*.example.com"}}))
-			mustContain(t, o.text(), "1. Go 1.26", "2. Tackle docs", "3. Example home")
+			mustContain(t, o.Text(), "1. Go 1.26", "2. Tackle docs", "3. Example home")
 			if q, _ := b.last(); q != "docs (site:go.dev OR site:example.com)" {
 				t.Errorf("backend got q=%q", q)
 			}
 
 			o = mustOK(t, call(t, tl, env, "WebSearch", map[string]any{"query": "docs", "blocked_domains": []string{"example.com", "spam.test"}}))
-			mustContain(t, o.text(), "Excluding: example.com, spam.test", "1. Go 1.26", "2. Not example\n   https://notexample.com/page")
-			if strings.Contains(o.text(), "docs.example.com") || strings.Contains(o.text(), "spam.test/buy") {
-				t.Errorf("blocked domains listed:\n%s", o.text())
+			mustContain(t, o.Text(), "Excluding: example.com, spam.test", "1. Go 1.26", "2. Not example\n   https://notexample.com/page")
+			if strings.Contains(o.Text(), "docs.example.com") || strings.Contains(o.Text(), "spam.test/buy") {
+				t.Errorf("blocked domains listed:\n%s", o.Text())
 			}
 			if q, _ := b.last(); q != "docs -site:example.com -site:spam.test" {
 				t.Errorf("backend got q=%q", q)
 			}
 
 			o = mustOK(t, call(t, tl, env, "WebSearch", map[string]any{"query": "docs", "allowed_domains": []string{"nothing.test"}}))
-			mustContain(t, o.text(), "No results found.")
+			mustContain(t, o.Text(), "No results found.")
 
 			n := b.hits.Load()
 			mustFail(t, call(t, tl, env, "WebSearch", map[string]any{"query": "docs", "allowed_domains": []string{"a.com"}, "blocked_domains": []string{"b.com"}}),
