@@ -279,7 +279,10 @@ func TestLargeOutputHeadTailFile(t *testing.T) {
 		t.Fatalf("len %d, %.300q", len(text), text)
 	}
 	if !strings.Contains(text, "\n1\n2\n3\n") || !strings.HasSuffix(text, "\n99999\n100000") || !strings.Contains(text, " bytes omitted ...]") {
-		t.Errorf("head or tail missing: %.200q ... %q", text, text[len(text)-200:])
+		i := strings.Index(text, "omitted")
+		t.Errorf("head or tail missing (head %v, tail %v, marker %v): %.400q … %q … %q", strings.Contains(text, "\n1\n2\n3\n"),
+			strings.HasSuffix(text, "\n99999\n100000"), strings.Contains(text, " bytes omitted ...]"),
+			text, text[max(0, i-80):min(len(text), i+80)], text[max(0, len(text)-80):])
 	}
 	_, rest, _ := strings.Cut(text, "The whole output is in ")
 	path, _, _ := strings.Cut(rest, ":")

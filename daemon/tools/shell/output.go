@@ -87,6 +87,11 @@ func (c *collector) write(p []byte) {
 		}
 		c.spill()
 	}
+	if room := c.lim.headMax - len(c.head); room > 0 {
+		// The chunk that overflowed memory may be the first one (a read
+		// larger than memMax): the head still comes from it.
+		c.head = append(c.head, p[:min(room, len(p))]...)
+	}
 	c.tail.write(p)
 	c.writeFile(p)
 }
