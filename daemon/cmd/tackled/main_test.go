@@ -240,16 +240,7 @@ func TestSIGTERMCancelsInFlightCall(t *testing.T) {
 	conn.Close()
 
 	// Restart on the same state: the call's result is in the log, cancelled.
-	e.start(t)
-	conn2, err := daemontest.Dial(e.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close()
-	st2, err := tacklev1.NewTackleServiceClient(conn2).Attach(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := e.restartAndAttach(ctx, t)
 	st = st2
 	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "test"}}})
 	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}})
@@ -332,16 +323,7 @@ func TestSIGKILLRecovery(t *testing.T) {
 	}
 	conn.Close()
 
-	e.start(t)
-	conn2, err := daemontest.Dial(e.socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn2.Close()
-	st2, err := tacklev1.NewTackleServiceClient(conn2).Attach(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st2 := e.restartAndAttach(ctx, t)
 	for _, m := range []*tacklev1.ClientMessage{
 		{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "test"}}},
 		{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}},
@@ -398,4 +380,21 @@ func TestSIGKILLRecovery(t *testing.T) {
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Errorf("the killed Write wrote its file: %v", err)
 	}
+}
+
+// restartAndAttach starts the daemon again on the same state and opens an
+// Attach stream to it; the connection closes with the test.
+func (e env) restartAndAttach(ctx context.Context, t *testing.T) tacklev1.TackleService_AttachClient {
+	t.Helper()
+	e.start(t)
+	conn, err := daemontest.Dial(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	st, err := tacklev1.NewTackleServiceClient(conn).Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
