@@ -21,7 +21,7 @@ var layers = []struct {
 	prefix string
 	layer  int
 }{
-	{"daemon/tool", 0},
+	{"daemon/tool", 0}, {"internal/testpeers", 0}, // test support, stdlib only
 	{"daemon/event", 1}, {"daemon/socket", 1}, {"daemon/config", 1}, {"daemon/model", 1},
 	{"daemon/store", 2}, {"daemon/tools", 2}, {"daemon/mcp", 2}, {"daemon/skill", 2},
 	{"daemon/toolsearch", 2}, {"daemon/permission", 2},

@@ -29,6 +29,8 @@ type Spec struct {
 const (
 	OriginBuiltin = "builtin"
 	OriginSkill   = "skill"
+	// OriginMCPPrefix + server name is the origin of an MCP server's tools.
+	OriginMCPPrefix = "mcp:"
 )
 
 // Attributes is what the runtime knows about one call of a tool. They may
@@ -45,7 +47,12 @@ type Attributes struct {
 	Origin string
 	// MaxResultChars is the size over which the pipeline persists the output
 	// to a file and gives the model a preview. Zero means the pipeline default.
+	// The pipeline caps it at 50,000 characters unless ExactResultLimit is set.
 	MaxResultChars int
+	// ExactResultLimit lets MaxResultChars exceed the usual 50,000-character
+	// cap (up to 500,000): MCP tools, whose limit is MAX_MCP_OUTPUT_TOKENS or
+	// the server's _meta["anthropic/maxResultSizeChars"].
+	ExactResultLimit bool
 }
 
 // Tool is implemented by every tool: built-in, MCP, Skill, ToolSearch.
@@ -129,11 +136,15 @@ type Progress func(text string)
 
 // Content is one block of a result.
 type Content struct {
-	// Type is "text" or "image".
+	// Type is "text", "image", "audio", "resource" (an embedded resource:
+	// Text or Data, with URI and MimeType) or "resource_link" (URI, Text is
+	// the link's name and description).
 	Type     string `json:"type"`
 	Text     string `json:"text,omitempty"`
 	MimeType string `json:"mime_type,omitempty"`
 	Data     []byte `json:"data,omitempty"`
+	// URI is set for "resource" and "resource_link" blocks (MCP).
+	URI string `json:"uri,omitempty"`
 }
 
 // Text returns a text content block.
@@ -145,6 +156,11 @@ type Result struct {
 	IsError bool
 	// Display is a short human rendering for clients (e.g. a unified diff for Edit).
 	Display string
+	// Structured is an MCP tool's structuredContent (a JSON value), kept as sent.
+	Structured json.RawMessage
+	// Warning, if set, is published to the session as a notice (e.g. an MCP
+	// result above 10,000 tokens).
+	Warning string
 	// Modifier, if set, changes session state after the call.
 	Modifier Modifier
 }
