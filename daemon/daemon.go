@@ -80,6 +80,7 @@ type Daemon struct {
 	perms    *perms
 	hooks    *hook.Hooks
 	shells   *shell.Shells
+	mcp      *mcpLayer
 	srv      *server.Server
 
 	// bg counts the hook runs started in the background (SessionStart,
@@ -164,6 +165,11 @@ func New(opts *Options) (*Daemon, error) {
 		d.closeState()
 		return nil, fmt.Errorf("registering todo tools: %w", err)
 	}
+	d.mcp = newMCPLayer(d, filepath.Join(o.StateDir, "mcp-logs"))
+	if err := d.registry.Register(d.mcp.mgr.ResourceTools()...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering MCP resource tools: %w", err)
+	}
 	d.broker = permission.NewBroker()
 	d.policy = permission.NewEngine()
 	d.perms = newPerms(d)
@@ -190,6 +196,9 @@ func New(opts *Options) (*Daemon, error) {
 		SessionLoaded:   d.sessionLoaded,
 		SessionDeleted:  d.sessionDeleted,
 		AskTimeout:      d.askTimeout,
+		MCP:             d.mcp,
+		SessionTools:    d.mcp.tools,
+		TrustChanged:    d.mcp.resync,
 	})
 	if err != nil {
 		d.closeState()
@@ -286,6 +295,9 @@ func (d *Daemon) closeState() error {
 		// that they were killed; Run calls this after the dispatcher shut down.
 		if d.shells != nil {
 			d.shells.Close()
+		}
+		if d.mcp != nil {
+			d.mcp.mgr.Close()
 		}
 		if d.sessions != nil {
 			if err := d.sessions.Close(); err != nil {

@@ -28,6 +28,7 @@ func (d *Daemon) background(f func(ctx context.Context)) {
 // a session (startup when it was just created, resume otherwise) and
 // appends the context they add as a notice.
 func (d *Daemon) sessionLoaded(sess *session.Session, created bool) {
+	d.mcp.sync(sess)
 	source := hook.SourceResume
 	if created {
 		source = hook.SourceStartup
@@ -45,6 +46,7 @@ func (d *Daemon) sessionLoaded(sess *session.Session, created bool) {
 // hooks (reason "deleted"; what they log goes nowhere, the log is gone).
 func (d *Daemon) sessionDeleted(sess *session.Session) {
 	d.perms.forget(sess.ID())
+	d.mcp.release(sess.ID())
 	d.background(func(ctx context.Context) { d.hooks.SessionEnd(ctx, sess, "deleted") })
 }
 
@@ -59,6 +61,7 @@ func (d *Daemon) cwdChanged(sess *session.Session, oldDir, newDir string) {
 // outside every project (user or managed settings).
 func (d *Daemon) configChanged(path string) {
 	sessions := d.sessions.Loaded()
+	d.mcp.resync()
 	d.background(func(ctx context.Context) {
 		d.hooks.Invalidate()
 		for _, sess := range sessions {

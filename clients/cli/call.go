@@ -79,8 +79,21 @@ func (a *app) printResult(r *tacklev1.ToolResult) {
 	}
 	for _, b := range r.GetContent() {
 		switch b.GetType() {
-		case "image":
-			fmt.Fprintf(w, "[image %s, %d bytes]\n", b.GetMimeType(), len(b.GetData()))
+		case "image", "audio":
+			fmt.Fprintf(w, "[%s %s, %d bytes]\n", b.GetType(), b.GetMimeType(), len(b.GetData()))
+		case "resource_link":
+			fmt.Fprintf(w, "[resource link %s] %s\n", b.GetUri(), b.GetText())
+		case "resource":
+			if len(b.GetData()) > 0 && b.GetText() == "" {
+				fmt.Fprintf(w, "[resource %s %s, %d bytes]\n", b.GetUri(), b.GetMimeType(), len(b.GetData()))
+				continue
+			}
+			fmt.Fprintf(w, "[resource %s]\n", b.GetUri())
+			text := b.GetText()
+			io.WriteString(w, text)
+			if text != "" && !strings.HasSuffix(text, "\n") {
+				io.WriteString(w, "\n")
+			}
 		default:
 			text := b.GetText()
 			io.WriteString(w, text)

@@ -154,6 +154,7 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.explainCommand(),
 		a.trustCommand(),
 		a.untrustCommand(),
+		a.mcpCommand(),
 	)
 	return root
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -22,10 +23,11 @@ func (a *app) sessionsCommand() *cobra.Command {
 
 func (a *app) sessionsNewCommand() *cobra.Command {
 	var (
-		cwd    string
-		mode   string
-		dirs   []string
-		asJSON bool
+		cwd       string
+		mode      string
+		dirs      []string
+		mcpConfig []string
+		asJSON    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "new",
@@ -48,6 +50,13 @@ func (a *app) sessionsNewCommand() *cobra.Command {
 				}
 				req.AdditionalDirectories = append(req.AdditionalDirectories, abs)
 			}
+			for _, f := range mcpConfig {
+				abs, err := filepath.Abs(f)
+				if err != nil {
+					return err
+				}
+				req.McpConfig = append(req.McpConfig, abs)
+			}
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.CreateSession(ctx, req)
 				if err != nil {
@@ -64,6 +73,7 @@ func (a *app) sessionsNewCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cwd, "cwd", "", "working directory (default: the current directory)")
 	cmd.Flags().StringVar(&mode, "permission-mode", "", "permission mode: default, acceptEdits, plan, dontAsk, bypassPermissions")
 	cmd.Flags().StringArrayVar(&dirs, "add-dir", nil, "an additional working directory (repeatable)")
+	cmd.Flags().StringArrayVar(&mcpConfig, "mcp-config", nil, "an MCP configuration file ({\"mcpServers\":{...}}) for this session only (repeatable)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the session as a JSON object")
 	return cmd
 }

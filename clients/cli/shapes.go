@@ -64,6 +64,7 @@ type contentJSON struct {
 	Text     *string `json:"text,omitempty"`
 	MimeType string  `json:"mime_type,omitempty"`
 	Data     []byte  `json:"data,omitempty"` // base64 in JSON
+	URI      string  `json:"uri,omitempty"`
 }
 
 // resultJSON is the --json shape of a tool result.
@@ -75,6 +76,8 @@ type resultJSON struct {
 	Content    []contentJSON `json:"content"`
 	Display    string        `json:"display,omitempty"`
 	DurationMS int64         `json:"duration_ms"`
+	// Structured is an MCP tool's structuredContent.
+	Structured json.RawMessage `json:"structured_content,omitempty"`
 }
 
 func resultToJSON(r *tacklev1.ToolResult) *resultJSON {
@@ -85,10 +88,13 @@ func resultToJSON(r *tacklev1.ToolResult) *resultJSON {
 		ID: r.GetId(), Name: r.GetName(), Status: r.GetStatus(), IsError: r.GetIsError(),
 		Content: []contentJSON{}, Display: r.GetDisplay(), DurationMS: r.GetDurationMs(),
 	}
+	if j := r.GetStructuredContentJson(); j != "" && json.Valid([]byte(j)) {
+		out.Structured = json.RawMessage(j)
+	}
 	for _, b := range r.GetContent() {
 		c := contentJSON{Type: b.GetType()}
 		switch b.GetType() {
-		case "image":
+		case "image", "audio":
 			c.MimeType, c.Data = b.GetMimeType(), b.GetData()
 			if c.Data == nil {
 				c.Data = []byte{}
@@ -96,6 +102,10 @@ func resultToJSON(r *tacklev1.ToolResult) *resultJSON {
 		default:
 			t := b.GetText()
 			c.Text = &t
+			c.MimeType, c.URI = b.GetMimeType(), b.GetUri()
+			if len(b.GetData()) > 0 {
+				c.Data = b.GetData()
+			}
 		}
 		out.Content = append(out.Content, c)
 	}

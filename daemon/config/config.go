@@ -1,13 +1,17 @@
 // Package config reads tackle's settings: the one list of settings sources
 // (managed, user, project, local; tackle's own files and Claude Code's), their
 // merge into one Settings per project directory, and re-reading them when
-// they change.
+// they change. It also reads the MCP server configuration (MCPServers:
+// settings files, .mcp.json, ~/.claude.json, --mcp-config files) through the
+// same cache and watcher.
 //
 // It only reads settings. Writing them ("always allow" rules) belongs to
 // the packages that own those decisions; it does own the workspace trust
-// store (Trust) and the atomic, locked file writes it and they share
-// (LockFile, WriteFileAtomic). It knows nothing of sessions or
-// permissions beyond the shape of the permissions block.
+// store (Trust), the MCP server entries and approvals tackle writes
+// (AddMCPServer, RemoveMCPServer, ApproveMCPServers), and the atomic, locked
+// file writes they share (LockFile, WriteFileAtomic). It never writes a
+// Claude Code file. It knows nothing of sessions or permissions beyond the
+// shape of the permissions block.
 package config
 
 import (
@@ -148,6 +152,9 @@ type fileEntry struct {
 	// good is kept, so a file caught between truncate and write (or being
 	// rewritten) does not lose its last good version.
 	empty bool
+	// rawOnly marks a file that is not a settings file (.mcp.json,
+	// ~/.claude.json): only its top-level keys are decoded.
+	rawOnly bool
 }
 
 type stamp struct {
@@ -251,11 +258,7 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	newDirs := false
 	if !ls.watched {
 		for _, s := range srcs {
-			d := filepath.Dir(s.Path)
-			if !l.dirs[d] {
-				l.dirs[d] = true
-				newDirs = true
-			}
+			newDirs = l.watchDirLocked(s.Path) || newDirs
 		}
 		ls.watched = true
 	}
@@ -276,20 +279,39 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	addReq, done := l.addReq, l.done
 	l.mu.Unlock()
 
-	if newDirs && addReq != nil {
-		// Let the running watcher pick up the new directories before returning,
-		// so a change right after Load is seen.
-		ack := make(chan struct{})
-		select {
-		case addReq <- ack:
-			select {
-			case <-ack:
-			case <-done:
-			}
-		case <-done:
-		}
+	if newDirs {
+		syncWatch(addReq, done)
 	}
 	return m.settings, problems
+}
+
+// watchDirLocked adds the directory of the file path to the directories
+// Run watches and reports whether it is new.
+func (l *Loader) watchDirLocked(path string) bool {
+	d := filepath.Dir(path)
+	if l.dirs[d] {
+		return false
+	}
+	l.dirs[d] = true
+	return true
+}
+
+// syncWatch lets a running Run (addReq and done as read under l.mu; nil
+// when Run is not running) pick up new directories before returning, so a
+// change right after a read is seen. Call it without l.mu held.
+func syncWatch(addReq chan chan struct{}, done chan struct{}) {
+	if addReq == nil {
+		return
+	}
+	ack := make(chan struct{})
+	select {
+	case addReq <- ack:
+		select {
+		case <-ack:
+		case <-done:
+		}
+	case <-done:
+	}
 }
 
 // loadSources is the source list of one project directory, as Load uses it.
@@ -337,7 +359,7 @@ func (l *Loader) refreshLocked(path string) {
 		e.problem = &Problem{Path: path, Line: 0, Column: 0, Message: "reading: " + err.Error()}
 	} else if len(bytes.TrimSpace(data)) == 0 {
 		e.empty, e.problem = true, nil
-	} else if p, prob := parse(path, data); prob != nil {
+	} else if p, prob := parseFile(path, data, e.rawOnly); prob != nil {
 		if e.good != nil {
 			prob.Message += " (the last good version stays in force)"
 		}
@@ -369,6 +391,22 @@ func statFile(path string) stamp {
 		st.ctime = sys.Ctim.Nano()
 	}
 	return st
+}
+
+// parseFile decodes one file: a settings file, or with rawOnly any JSON
+// object whose top-level keys are all that is needed.
+func parseFile(path string, data []byte, rawOnly bool) (*parsed, *Problem) {
+	if !rawOnly {
+		return parse(path, data)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, problemOf(path, data, err)
+	}
+	if raw == nil {
+		raw = map[string]json.RawMessage{}
+	}
+	return &parsed{raw: raw}, nil
 }
 
 // parse decodes one settings file.

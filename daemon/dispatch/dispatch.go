@@ -70,6 +70,10 @@ type Options struct {
 	// (session, project or user); nil saves nothing. It is called once per
 	// rule of the decision's AlwaysRules.
 	SaveAlways func(s Session, scope, rule string) error
+	// Lookup, if set, finds the tools a session has beyond the registry's
+	// (its MCP servers' tools); it is asked only when the registry has no
+	// tool of that name.
+	Lookup func(sessionID, name string) (tool.Tool, bool)
 }
 
 // Turn is one model turn: a batch of tool calls run through the pipeline.
@@ -419,6 +423,17 @@ type prepared struct {
 	safe    bool            // schema-valid and concurrency-safe
 }
 
+// lookup finds a tool by name: the registry's first, then the session's own.
+func (d *Dispatcher) lookup(sessionID, name string) (tool.Tool, bool) {
+	if t, ok := d.reg.Lookup(name); ok {
+		return t, true
+	}
+	if d.opts.Lookup != nil {
+		return d.opts.Lookup(sessionID, name)
+	}
+	return nil, false
+}
+
 func (d *Dispatcher) prepare(tr *turnRun) []*prepared {
 	ps := make([]*prepared, len(tr.calls))
 	for i, cr := range tr.calls {
@@ -428,7 +443,7 @@ func (d *Dispatcher) prepare(tr *turnRun) []*prepared {
 			p.invalid = toolUseError(fmt.Sprintf("Error: the tool_use id %q is used by an earlier call of this turn; every call needs its own id.", cr.info.ID))
 			continue
 		}
-		t, ok := d.reg.Lookup(cr.info.Name)
+		t, ok := d.lookup(tr.sessionID, cr.info.Name)
 		if !ok {
 			p.invalid = toolUseError("Error: No such tool available: " + cr.info.Name)
 			continue
@@ -626,7 +641,11 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 		}
 		content := d.shapeOutput(s, cr.info.ID, name, d.resultLimit(attrs), o.res.Content)
 		r = finish(status, content, o.res.Display)
+		r.Structured = o.res.Structured
 		mod = o.res.Modifier
+		if o.res.Warning != "" {
+			d.append(s, &event.Event{Type: event.Notice, TurnID: tr.id, CallID: cr.info.ID, Tool: name, Text: o.res.Warning})
+		}
 	}
 
 	if pre.AdditionalContext != "" {

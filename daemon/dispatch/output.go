@@ -13,13 +13,19 @@ import (
 const (
 	// hardMaxResultChars caps every tool's own limit (reference.md section 2).
 	hardMaxResultChars = 50000
+	// ceilingResultChars caps a tool's ExactResultLimit (MCP tools).
+	ceilingResultChars = 500000
 	// previewBytes is the size of the preview the model gets of a persisted output.
 	previewBytes = 2000
 )
 
-// resultLimit is min(the tool's MaxResultChars or the pipeline default, 50000).
+// resultLimit is min(the tool's MaxResultChars or the pipeline default,
+// 50000), or the tool's exact limit up to 500000 (MCP tools).
 func (d *Dispatcher) resultLimit(a tool.Attributes) int {
 	n := a.MaxResultChars
+	if a.ExactResultLimit && n > 0 {
+		return min(n, ceilingResultChars)
+	}
 	if n <= 0 {
 		n = d.opts.MaxResultChars
 	}

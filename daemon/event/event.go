@@ -36,6 +36,9 @@ const (
 	SessionUpdated Type = "session_updated"
 	// Notice: something a person should know (config error, daemon restart).
 	Notice Type = "notice"
+	// ToolsChanged: the session's tool pool changed (an MCP server connected,
+	// failed or changed its lists); Text names the server.
+	ToolsChanged Type = "tools_changed"
 	// TodosUpdated: the session's todo list was replaced (Session.Todos holds it).
 	TodosUpdated Type = "todos_updated"
 	// ShellUpdated: a background shell started, exited or was killed (Shell holds it).
@@ -159,6 +162,8 @@ type Result struct {
 	// Display is the human rendering (e.g. a unified diff).
 	Display    string `json:"display,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// Structured is an MCP tool's structuredContent, as sent.
+	Structured json.RawMessage `json:"structured,omitempty"`
 }
 
 // PermissionRequest is a call waiting for a person.

@@ -54,7 +54,7 @@ func callsToProto(in []event.CallInfo) []*tacklev1.ToolCall {
 func contentToProto(in []tool.Content) []*tacklev1.ContentBlock {
 	out := make([]*tacklev1.ContentBlock, 0, len(in))
 	for _, c := range in {
-		out = append(out, &tacklev1.ContentBlock{Type: c.Type, Text: c.Text, MimeType: c.MimeType, Data: c.Data})
+		out = append(out, &tacklev1.ContentBlock{Type: c.Type, Text: c.Text, MimeType: c.MimeType, Data: c.Data, Uri: c.URI})
 	}
 	return out
 }
@@ -71,6 +71,8 @@ func resultToProto(r *event.Result) *tacklev1.ToolResult {
 		Content:    contentToProto(r.Content),
 		Display:    r.Display,
 		DurationMs: r.DurationMS,
+
+		StructuredContentJson: string(r.Structured),
 	}
 }
 

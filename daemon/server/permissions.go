@@ -288,6 +288,9 @@ func (s *Server) Trust(_ context.Context, req *tacklev1.TrustRequest) (*tacklev1
 		return nil, toStatus(err)
 	}
 	s.log.Info("directory trusted", "dir", dir, "already", already)
+	if s.opts.TrustChanged != nil && !already {
+		s.opts.TrustChanged()
+	}
 	return &tacklev1.TrustResponse{Dir: dir, Already: already}, nil
 }
 
@@ -305,6 +308,9 @@ func (s *Server) Untrust(_ context.Context, req *tacklev1.UntrustRequest) (*tack
 		return nil, toStatus(err)
 	}
 	s.log.Info("directory untrusted", "dir", dir, "removed", removed, "still_trusted_by", by)
+	if s.opts.TrustChanged != nil && removed {
+		s.opts.TrustChanged()
+	}
 	return &tacklev1.UntrustResponse{Dir: dir, Removed: removed, StillTrustedBy: by}, nil
 }
 

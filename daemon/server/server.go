@@ -35,6 +35,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/dispatch"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/tool"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -82,6 +83,14 @@ type Options struct {
 	// AskTimeout, if set, gives the permission timeout of a batch that sets
 	// none, from the settings of a session's root (0: the dispatcher's default).
 	AskTimeout func(root string) time.Duration
+	// MCP, if set, serves the MCP RPCs (else they are Unimplemented).
+	MCP MCP
+	// SessionTools, if set, gives the tools a session has beyond the
+	// dispatcher's registry (its MCP servers' tools), for ListTools.
+	SessionTools func(sessionID string) []tool.Tool
+	// TrustChanged, if set, is called after Trust or Untrust changed the
+	// trusted directories.
+	TrustChanged func()
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.

@@ -40,6 +40,7 @@ func (s *Server) CreateSession(ctx context.Context, req *tacklev1.CreateSessionR
 		PermissionMode: req.GetPermissionMode(),
 		Env:            req.GetEnv(),
 		DefaultForCwd:  req.GetDefaultForCwd(),
+		MCPConfig:      req.GetMcpConfig(),
 	})
 	if err != nil {
 		return nil, toStatus(err)
@@ -109,12 +110,16 @@ func (s *Server) DeleteSession(ctx context.Context, req *tacklev1.DeleteSessionR
 // ListTools implements TackleService. Every session shares the daemon's
 // pool for now, so session_id is only checked to exist and cwd is ignored.
 func (s *Server) ListTools(ctx context.Context, req *tacklev1.ListToolsRequest) (*tacklev1.ListToolsResponse, error) {
-	if id := req.GetSessionId(); id != "" {
-		if _, err := s.session(ctx, id); err != nil {
+	tools := s.disp.Registry().Tools()
+	if req.GetSessionId() != "" || (req.GetCwd() != "" && s.opts.SessionTools != nil) {
+		sess, err := s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
+		if err != nil {
 			return nil, toStatus(err)
 		}
+		if s.opts.SessionTools != nil {
+			tools = append(tools, s.opts.SessionTools(sess.ID())...)
+		}
 	}
-	tools := s.disp.Registry().Tools()
 	out := &tacklev1.ListToolsResponse{Tools: make([]*tacklev1.ToolInfo, 0, len(tools))}
 	for _, t := range tools {
 		out.Tools = append(out.Tools, toolToProto(t, req.GetAll()))

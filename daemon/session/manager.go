@@ -63,6 +63,9 @@ type CreateOptions struct {
 	// DefaultForCwd asks for the default session of Cwd: the existing one is
 	// returned (created false, the other options ignored) or it is created.
 	DefaultForCwd bool
+	// MCPConfig are MCP configuration files for this session (--mcp-config),
+	// absolute or relative to Cwd; each must exist.
+	MCPConfig []string
 }
 
 // Info is a snapshot of a session's state.
@@ -88,6 +91,8 @@ type Info struct {
 	Env []string
 	// DefaultForCwd is true for the default session of its directory.
 	DefaultForCwd bool
+	// MCPConfig are the session's own MCP configuration files (absolute).
+	MCPConfig []string
 }
 
 // Options configures a Manager. A nil *Options means defaults.
@@ -196,10 +201,25 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (s *Session, crea
 		}
 		dirs = append(dirs, r)
 	}
+	var mcpFiles []string
+	for _, f := range o.MCPConfig {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(cwd, f)
+		}
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, false, fmt.Errorf("MCP configuration file: %w", err)
+		}
+		if st.IsDir() {
+			return nil, false, fmt.Errorf("MCP configuration file %q is a directory", f)
+		}
+		mcpFiles = append(mcpFiles, filepath.Clean(f))
+	}
 	now := time.Now().UTC()
 	row := store.SessionRow{
 		ID: newID(), Cwd: cwd, AdditionalDirs: dirs, PermissionMode: mode,
 		Env: append([]string(nil), o.Env...), CreatedAt: now, UpdatedAt: now, DefaultForCwd: o.DefaultForCwd,
+		MCPConfig: mcpFiles,
 	}
 	m.mu.Lock()
 	closed := m.closed
@@ -276,7 +296,7 @@ func infoFromRow(r store.SessionRow) Info {
 	return Info{
 		ID: r.ID, Cwd: r.Cwd, CurrentDir: currentDir(r), AdditionalDirs: r.AdditionalDirs, PermissionMode: r.PermissionMode,
 		Todos: r.Todos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LastSeq: r.LastSeq,
-		FilesRead: r.FilesRead, Env: r.Env, DefaultForCwd: r.DefaultForCwd,
+		FilesRead: r.FilesRead, Env: r.Env, DefaultForCwd: r.DefaultForCwd, MCPConfig: r.MCPConfig,
 	}
 }
 

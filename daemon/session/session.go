@@ -183,6 +183,13 @@ func (s *Session) Environ() []string {
 	return append([]string(nil), s.row.Env...)
 }
 
+// MCPConfig returns the session's own MCP configuration files (--mcp-config).
+func (s *Session) MCPConfig() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]string(nil), s.row.MCPConfig...)
+}
+
 // PermissionMode returns the session's stored permission mode: "" when
 // none was set explicitly (the session follows its settings).
 func (s *Session) PermissionMode() string {

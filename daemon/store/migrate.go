@@ -106,6 +106,11 @@ CREATE TABLE open_turns (
 	PRIMARY KEY (session_id, turn_id)
 ) WITHOUT ROWID;
 `,
+	// 5: the MCP configuration files a session was created with
+	// (--mcp-config), a JSON array of absolute paths.
+	`
+ALTER TABLE sessions ADD COLUMN mcp_config TEXT NOT NULL DEFAULT '[]';
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

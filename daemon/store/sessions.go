@@ -27,13 +27,16 @@ type SessionRow struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	DefaultForCwd bool
+	// MCPConfig are the MCP configuration files given when the session was
+	// created (absolute paths).
+	MCPConfig []string
 	// LastSeq and FilesRead are computed (read-only): the highest event
 	// sequence number and the number of read-state entries.
 	LastSeq   uint64
 	FilesRead int
 }
 
-const sessionColumns = `id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd,
+const sessionColumns = `id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd, mcp_config,
 	(SELECT COALESCE(MAX(last_seq), 0) FROM event_chunks WHERE session_id = sessions.id),
 	(SELECT COUNT(*) FROM read_state WHERE session_id = sessions.id)`
 
@@ -42,13 +45,13 @@ type rowScanner interface{ Scan(dest ...any) error }
 func scanSession(r rowScanner) (SessionRow, error) {
 	var (
 		row                 SessionRow
-		dirs, env           string
+		dirs, env, mcpCfg   string
 		todos               sql.NullString
 		created, updated    int64
 		isDefault           bool
 		lastSeq, filesCount int64
 	)
-	if err := r.Scan(&row.ID, &row.Cwd, &row.CurrentDir, &dirs, &row.PermissionMode, &env, &todos, &created, &updated, &isDefault, &lastSeq, &filesCount); err != nil {
+	if err := r.Scan(&row.ID, &row.Cwd, &row.CurrentDir, &dirs, &row.PermissionMode, &env, &todos, &created, &updated, &isDefault, &mcpCfg, &lastSeq, &filesCount); err != nil {
 		return row, err
 	}
 	if err := json.Unmarshal([]byte(dirs), &row.AdditionalDirs); err != nil {
@@ -56,6 +59,9 @@ func scanSession(r rowScanner) (SessionRow, error) {
 	}
 	if err := json.Unmarshal([]byte(env), &row.Env); err != nil {
 		return row, fmt.Errorf("decoding env of session %s: %w", row.ID, err)
+	}
+	if err := json.Unmarshal([]byte(mcpCfg), &row.MCPConfig); err != nil {
+		return row, fmt.Errorf("decoding mcp_config of session %s: %w", row.ID, err)
 	}
 	if todos.Valid {
 		row.Todos = json.RawMessage(todos.String)
@@ -86,10 +92,10 @@ func nullJSON(r json.RawMessage) sql.NullString {
 // InsertSession adds a session. If r.DefaultForCwd is set and the directory
 // already has a default session, it returns ErrDefaultExists and adds nothing.
 func (s *Store) InsertSession(ctx context.Context, r SessionRow) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd, mcp_config)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Cwd, r.CurrentDir, jsonList(r.AdditionalDirs), r.PermissionMode, jsonList(r.Env), nullJSON(r.Todos),
-		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(), r.DefaultForCwd)
+		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(), r.DefaultForCwd, jsonList(r.MCPConfig))
 	if err != nil {
 		if r.DefaultForCwd && isConstraint(err) {
 			return ErrDefaultExists

@@ -1585,11 +1585,13 @@ func (x *RunningCall) GetState() string {
 // ContentBlock is one block of a tool result.
 type ContentBlock struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// type is "text" or "image".
-	Type          string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Text          string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
-	MimeType      string `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
-	Data          []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// type is "text", "image", "audio", "resource" or "resource_link".
+	Type     string `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Text     string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	MimeType string `protobuf:"bytes,3,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	Data     []byte `protobuf:"bytes,4,opt,name=data,proto3" json:"data,omitempty"`
+	// uri is set for resource and resource_link blocks.
+	Uri           string `protobuf:"bytes,5,opt,name=uri,proto3" json:"uri,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1652,6 +1654,13 @@ func (x *ContentBlock) GetData() []byte {
 	return nil
 }
 
+func (x *ContentBlock) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
 // ToolResult is the final result of a call.
 type ToolResult struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1662,10 +1671,12 @@ type ToolResult struct {
 	IsError bool            `protobuf:"varint,4,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	Content []*ContentBlock `protobuf:"bytes,5,rep,name=content,proto3" json:"content,omitempty"`
 	// display is a human rendering (a unified diff for edits).
-	Display       string `protobuf:"bytes,6,opt,name=display,proto3" json:"display,omitempty"`
-	DurationMs    int64  `protobuf:"varint,7,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Display    string `protobuf:"bytes,6,opt,name=display,proto3" json:"display,omitempty"`
+	DurationMs int64  `protobuf:"varint,7,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// structured_content_json is an MCP tool's structuredContent, as sent.
+	StructuredContentJson string `protobuf:"bytes,8,opt,name=structured_content_json,json=structuredContentJson,proto3" json:"structured_content_json,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *ToolResult) Reset() {
@@ -1745,6 +1756,13 @@ func (x *ToolResult) GetDurationMs() int64 {
 		return x.DurationMs
 	}
 	return 0
+}
+
+func (x *ToolResult) GetStructuredContentJson() string {
+	if x != nil {
+		return x.StructuredContentJson
+	}
+	return ""
 }
 
 // PermissionRequest is a call waiting for a person's answer.
@@ -2145,7 +2163,9 @@ type Event struct {
 	Time      *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=time,proto3" json:"time,omitempty"`
 	// type: turn_started, call_state, call_progress, call_result, turn_ended,
 	// permission_requested, permission_resolved, session_updated, notice,
-	// todos_updated, shell_updated, hook_ran.
+	// todos_updated, shell_updated, hook_ran, tools_changed (the session's
+	// tool pool changed: an MCP server connected, failed or changed its list;
+	// text names the server).
 	Type   string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	TurnId string `protobuf:"bytes,5,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	CallId string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -2323,6 +2343,9 @@ type CreateSessionRequest struct {
 	Env []string `protobuf:"bytes,4,rep,name=env,proto3" json:"env,omitempty"`
 	// default_for_cwd returns the directory's default session, creating it on first use.
 	DefaultForCwd bool `protobuf:"varint,5,opt,name=default_for_cwd,json=defaultForCwd,proto3" json:"default_for_cwd,omitempty"`
+	// mcp_config are MCP configuration files ({"mcpServers":{...}}) for this
+	// session only, above every other scope.
+	McpConfig     []string `protobuf:"bytes,6,rep,name=mcp_config,json=mcpConfig,proto3" json:"mcp_config,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2390,6 +2413,13 @@ func (x *CreateSessionRequest) GetDefaultForCwd() bool {
 		return x.DefaultForCwd
 	}
 	return false
+}
+
+func (x *CreateSessionRequest) GetMcpConfig() []string {
+	if x != nil {
+		return x.McpConfig
+	}
+	return nil
 }
 
 // CreateSessionResponse returns the session.
@@ -4844,6 +4874,1378 @@ func (x *ListTrustedResponse) GetDirs() []string {
 	return nil
 }
 
+// McpServer is an MCP server as the daemon holds it.
+type McpServer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// scope: local, project, user, managed or session.
+	Scope string `protobuf:"bytes,2,opt,name=scope,proto3" json:"scope,omitempty"`
+	// source is the file the entry comes from.
+	Source string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	// transport: stdio, http or sse.
+	Transport string `protobuf:"bytes,4,opt,name=transport,proto3" json:"transport,omitempty"`
+	// state: pending, connecting, connected, failed, needs-approval,
+	// needs-auth or disabled.
+	State string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	// error is the last error, if any.
+	Error     string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
+	Pid       int32  `protobuf:"varint,7,opt,name=pid,proto3" json:"pid,omitempty"`
+	Tools     int32  `protobuf:"varint,8,opt,name=tools,proto3" json:"tools,omitempty"`
+	Resources int32  `protobuf:"varint,9,opt,name=resources,proto3" json:"resources,omitempty"`
+	Prompts   int32  `protobuf:"varint,10,opt,name=prompts,proto3" json:"prompts,omitempty"`
+	// sessions are the ids of the sessions using the connection.
+	Sessions []string               `protobuf:"bytes,11,rep,name=sessions,proto3" json:"sessions,omitempty"`
+	Since    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=since,proto3" json:"since,omitempty"`
+	Restarts int32                  `protobuf:"varint,13,opt,name=restarts,proto3" json:"restarts,omitempty"`
+	LogPath  string                 `protobuf:"bytes,14,opt,name=log_path,json=logPath,proto3" json:"log_path,omitempty"`
+	// server_info is the server's own name and version.
+	ServerInfo string `protobuf:"bytes,15,opt,name=server_info,json=serverInfo,proto3" json:"server_info,omitempty"`
+	// command (stdio) or url (http, sse), for display.
+	Target string `protobuf:"bytes,16,opt,name=target,proto3" json:"target,omitempty"`
+	// warnings are configuration warnings (unset ${VAR}s).
+	Warnings []string `protobuf:"bytes,17,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// tool_names are the model-facing names of its tools.
+	ToolNames     []string `protobuf:"bytes,18,rep,name=tool_names,json=toolNames,proto3" json:"tool_names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpServer) Reset() {
+	*x = McpServer{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpServer) ProtoMessage() {}
+
+func (x *McpServer) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
+func (*McpServer) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *McpServer) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpServer) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *McpServer) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *McpServer) GetTransport() string {
+	if x != nil {
+		return x.Transport
+	}
+	return ""
+}
+
+func (x *McpServer) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *McpServer) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *McpServer) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *McpServer) GetTools() int32 {
+	if x != nil {
+		return x.Tools
+	}
+	return 0
+}
+
+func (x *McpServer) GetResources() int32 {
+	if x != nil {
+		return x.Resources
+	}
+	return 0
+}
+
+func (x *McpServer) GetPrompts() int32 {
+	if x != nil {
+		return x.Prompts
+	}
+	return 0
+}
+
+func (x *McpServer) GetSessions() []string {
+	if x != nil {
+		return x.Sessions
+	}
+	return nil
+}
+
+func (x *McpServer) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *McpServer) GetRestarts() int32 {
+	if x != nil {
+		return x.Restarts
+	}
+	return 0
+}
+
+func (x *McpServer) GetLogPath() string {
+	if x != nil {
+		return x.LogPath
+	}
+	return ""
+}
+
+func (x *McpServer) GetServerInfo() string {
+	if x != nil {
+		return x.ServerInfo
+	}
+	return ""
+}
+
+func (x *McpServer) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *McpServer) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *McpServer) GetToolNames() []string {
+	if x != nil {
+		return x.ToolNames
+	}
+	return nil
+}
+
+// McpProblem is a broken MCP file or server entry.
+type McpProblem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Server        string                 `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpProblem) Reset() {
+	*x = McpProblem{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpProblem) ProtoMessage() {}
+
+func (x *McpProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpProblem.ProtoReflect.Descriptor instead.
+func (*McpProblem) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *McpProblem) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *McpProblem) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// ListMcpServersRequest names the session (or a cwd for its default session).
+type ListMcpServersRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd       string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// all lists every server of every session.
+	All           bool `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMcpServersRequest) Reset() {
+	*x = ListMcpServersRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMcpServersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMcpServersRequest) ProtoMessage() {}
+
+func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
+func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *ListMcpServersRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListMcpServersRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ListMcpServersRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+// ListMcpServersResponse lists servers, sorted by name, and config problems.
+type ListMcpServersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Servers       []*McpServer           `protobuf:"bytes,1,rep,name=servers,proto3" json:"servers,omitempty"`
+	Problems      []*McpProblem          `protobuf:"bytes,2,rep,name=problems,proto3" json:"problems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMcpServersResponse) Reset() {
+	*x = ListMcpServersResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMcpServersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMcpServersResponse) ProtoMessage() {}
+
+func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
+func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ListMcpServersResponse) GetServers() []*McpServer {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *ListMcpServersResponse) GetProblems() []*McpProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+// AddMcpServerRequest adds (or with replace, replaces) a server entry.
+type AddMcpServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cwd is the project (for local and project scopes).
+	Cwd string `protobuf:"bytes,1,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// scope: local (default), project or user.
+	Scope string `protobuf:"bytes,2,opt,name=scope,proto3" json:"scope,omitempty"`
+	Name  string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// entry_json is the server's JSON object, as in .mcp.json.
+	EntryJson     string `protobuf:"bytes,4,opt,name=entry_json,json=entryJson,proto3" json:"entry_json,omitempty"`
+	Replace       bool   `protobuf:"varint,5,opt,name=replace,proto3" json:"replace,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMcpServerRequest) Reset() {
+	*x = AddMcpServerRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMcpServerRequest) ProtoMessage() {}
+
+func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*AddMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *AddMcpServerRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *AddMcpServerRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *AddMcpServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AddMcpServerRequest) GetEntryJson() string {
+	if x != nil {
+		return x.EntryJson
+	}
+	return ""
+}
+
+func (x *AddMcpServerRequest) GetReplace() bool {
+	if x != nil {
+		return x.Replace
+	}
+	return false
+}
+
+// AddMcpServerResponse tells where the entry was written.
+type AddMcpServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddMcpServerResponse) Reset() {
+	*x = AddMcpServerResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddMcpServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddMcpServerResponse) ProtoMessage() {}
+
+func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddMcpServerResponse.ProtoReflect.Descriptor instead.
+func (*AddMcpServerResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *AddMcpServerResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// RemoveMcpServerRequest removes a server entry.
+type RemoveMcpServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cwd   string                 `protobuf:"bytes,1,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// scope limits the search; empty searches local, project, user.
+	Scope         string `protobuf:"bytes,2,opt,name=scope,proto3" json:"scope,omitempty"`
+	Name          string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMcpServerRequest) Reset() {
+	*x = RemoveMcpServerRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMcpServerRequest) ProtoMessage() {}
+
+func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *RemoveMcpServerRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *RemoveMcpServerRequest) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *RemoveMcpServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// RemoveMcpServerResponse tells which file changed.
+type RemoveMcpServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveMcpServerResponse) Reset() {
+	*x = RemoveMcpServerResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveMcpServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveMcpServerResponse) ProtoMessage() {}
+
+func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
+func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *RemoveMcpServerResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// ReconnectMcpServerRequest names the server.
+type ReconnectMcpServerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconnectMcpServerRequest) Reset() {
+	*x = ReconnectMcpServerRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconnectMcpServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconnectMcpServerRequest) ProtoMessage() {}
+
+func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconnectMcpServerRequest.ProtoReflect.Descriptor instead.
+func (*ReconnectMcpServerRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ReconnectMcpServerRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReconnectMcpServerRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ReconnectMcpServerRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// ReconnectMcpServerResponse is the server after the attempt.
+type ReconnectMcpServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Server        *McpServer             `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReconnectMcpServerResponse) Reset() {
+	*x = ReconnectMcpServerResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReconnectMcpServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReconnectMcpServerResponse) ProtoMessage() {}
+
+func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReconnectMcpServerResponse.ProtoReflect.Descriptor instead.
+func (*ReconnectMcpServerResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *ReconnectMcpServerResponse) GetServer() *McpServer {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+// ApproveMcpServersRequest approves names (or all) of a project's .mcp.json.
+type ApproveMcpServersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cwd           string                 `protobuf:"bytes,1,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Names         []string               `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	All           bool                   `protobuf:"varint,3,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveMcpServersRequest) Reset() {
+	*x = ApproveMcpServersRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveMcpServersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveMcpServersRequest) ProtoMessage() {}
+
+func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveMcpServersRequest.ProtoReflect.Descriptor instead.
+func (*ApproveMcpServersRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *ApproveMcpServersRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ApproveMcpServersRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+func (x *ApproveMcpServersRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+// ApproveMcpServersResponse tells where the approval was written.
+type ApproveMcpServersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApproveMcpServersResponse) Reset() {
+	*x = ApproveMcpServersResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApproveMcpServersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApproveMcpServersResponse) ProtoMessage() {}
+
+func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApproveMcpServersResponse.ProtoReflect.Descriptor instead.
+func (*ApproveMcpServersResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *ApproveMcpServersResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+// ReadMcpLogsRequest names the server; tail_bytes bounds the answer (default 64 KiB).
+type ReadMcpLogsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	TailBytes     int64                  `protobuf:"varint,4,opt,name=tail_bytes,json=tailBytes,proto3" json:"tail_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadMcpLogsRequest) Reset() {
+	*x = ReadMcpLogsRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadMcpLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadMcpLogsRequest) ProtoMessage() {}
+
+func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadMcpLogsRequest.ProtoReflect.Descriptor instead.
+func (*ReadMcpLogsRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *ReadMcpLogsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ReadMcpLogsRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ReadMcpLogsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ReadMcpLogsRequest) GetTailBytes() int64 {
+	if x != nil {
+		return x.TailBytes
+	}
+	return 0
+}
+
+// ReadMcpLogsResponse holds the end of the log.
+type ReadMcpLogsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Data  []byte                 `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	// truncated is set when the log is longer than what was returned.
+	Truncated     bool `protobuf:"varint,3,opt,name=truncated,proto3" json:"truncated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadMcpLogsResponse) Reset() {
+	*x = ReadMcpLogsResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadMcpLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadMcpLogsResponse) ProtoMessage() {}
+
+func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadMcpLogsResponse.ProtoReflect.Descriptor instead.
+func (*ReadMcpLogsResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ReadMcpLogsResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ReadMcpLogsResponse) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+func (x *ReadMcpLogsResponse) GetTruncated() bool {
+	if x != nil {
+		return x.Truncated
+	}
+	return false
+}
+
+// McpPromptArgument is one argument of a prompt.
+type McpPromptArgument struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	Required      bool                   `protobuf:"varint,3,opt,name=required,proto3" json:"required,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpPromptArgument) Reset() {
+	*x = McpPromptArgument{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpPromptArgument) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpPromptArgument) ProtoMessage() {}
+
+func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpPromptArgument.ProtoReflect.Descriptor instead.
+func (*McpPromptArgument) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *McpPromptArgument) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpPromptArgument) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *McpPromptArgument) GetRequired() bool {
+	if x != nil {
+		return x.Required
+	}
+	return false
+}
+
+// McpPrompt is a prompt a server offers.
+type McpPrompt struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Title       string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	Arguments   []*McpPromptArgument   `protobuf:"bytes,4,rep,name=arguments,proto3" json:"arguments,omitempty"`
+	// command is how a person invokes it: /mcp__server__prompt.
+	Command       string `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpPrompt) Reset() {
+	*x = McpPrompt{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpPrompt) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpPrompt) ProtoMessage() {}
+
+func (x *McpPrompt) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
+func (*McpPrompt) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *McpPrompt) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *McpPrompt) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *McpPrompt) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *McpPrompt) GetArguments() []*McpPromptArgument {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+func (x *McpPrompt) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+// ListMcpPromptsRequest names the session and the server.
+type ListMcpPromptsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Server        string                 `protobuf:"bytes,3,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMcpPromptsRequest) Reset() {
+	*x = ListMcpPromptsRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMcpPromptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMcpPromptsRequest) ProtoMessage() {}
+
+func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
+func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *ListMcpPromptsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListMcpPromptsRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ListMcpPromptsRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+// ListMcpPromptsResponse lists the prompts.
+type ListMcpPromptsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Prompts       []*McpPrompt           `protobuf:"bytes,1,rep,name=prompts,proto3" json:"prompts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListMcpPromptsResponse) Reset() {
+	*x = ListMcpPromptsResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListMcpPromptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListMcpPromptsResponse) ProtoMessage() {}
+
+func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
+func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
+	if x != nil {
+		return x.Prompts
+	}
+	return nil
+}
+
+// GetPromptRequest renders a prompt.
+type GetPromptRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Server        string                 `protobuf:"bytes,3,opt,name=server,proto3" json:"server,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Arguments     map[string]string      `protobuf:"bytes,5,rep,name=arguments,proto3" json:"arguments,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPromptRequest) Reset() {
+	*x = GetPromptRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptRequest) ProtoMessage() {}
+
+func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
+func (*GetPromptRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *GetPromptRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetPromptRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *GetPromptRequest) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *GetPromptRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetPromptRequest) GetArguments() map[string]string {
+	if x != nil {
+		return x.Arguments
+	}
+	return nil
+}
+
+// PromptMessage is one rendered message.
+type PromptMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// role: user or assistant.
+	Role          string        `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Content       *ContentBlock `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptMessage) Reset() {
+	*x = PromptMessage{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptMessage) ProtoMessage() {}
+
+func (x *PromptMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
+func (*PromptMessage) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
+}
+
+func (x *PromptMessage) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *PromptMessage) GetContent() *ContentBlock {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+// GetPromptResponse is the rendered prompt.
+type GetPromptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Description   string                 `protobuf:"bytes,1,opt,name=description,proto3" json:"description,omitempty"`
+	Messages      []*PromptMessage       `protobuf:"bytes,2,rep,name=messages,proto3" json:"messages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetPromptResponse) Reset() {
+	*x = GetPromptResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetPromptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetPromptResponse) ProtoMessage() {}
+
+func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
+func (*GetPromptResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
+}
+
+func (x *GetPromptResponse) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *GetPromptResponse) GetMessages() []*PromptMessage {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
 var File_tackle_v1_tackle_proto protoreflect.FileDescriptor
 
 const file_tackle_v1_tackle_proto_rawDesc = "" +
@@ -4959,12 +6361,13 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\aturn_id\x18\x01 \x01(\tR\x06turnId\x12\x17\n" +
 	"\acall_id\x18\x02 \x01(\tR\x06callId\x12\x12\n" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\tR\x05state\"g\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\"y\n" +
 	"\fContentBlock\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x1b\n" +
 	"\tmime_type\x18\x03 \x01(\tR\bmimeType\x12\x12\n" +
-	"\x04data\x18\x04 \x01(\fR\x04data\"\xd1\x01\n" +
+	"\x04data\x18\x04 \x01(\fR\x04data\x12\x10\n" +
+	"\x03uri\x18\x05 \x01(\tR\x03uri\"\x89\x02\n" +
 	"\n" +
 	"ToolResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -4974,7 +6377,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\acontent\x18\x05 \x03(\v2\x17.tackle.v1.ContentBlockR\acontent\x12\x18\n" +
 	"\adisplay\x18\x06 \x01(\tR\adisplay\x12\x1f\n" +
 	"\vduration_ms\x18\a \x01(\x03R\n" +
-	"durationMs\"\xde\x02\n" +
+	"durationMs\x126\n" +
+	"\x17structured_content_json\x18\b \x01(\tR\x15structuredContentJson\"\xde\x02\n" +
 	"\x11PermissionRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
@@ -5038,13 +6442,15 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"resolution\x12,\n" +
 	"\asession\x18\x0e \x01(\v2\x12.tackle.v1.SessionR\asession\x120\n" +
 	"\x05shell\x18\x0f \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell\x12-\n" +
-	"\bhook_run\x18\x10 \x01(\v2\x12.tackle.v1.HookRunR\ahookRun\"\xc2\x01\n" +
+	"\bhook_run\x18\x10 \x01(\v2\x12.tackle.v1.HookRunR\ahookRun\"\xe1\x01\n" +
 	"\x14CreateSessionRequest\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x125\n" +
 	"\x16additional_directories\x18\x02 \x03(\tR\x15additionalDirectories\x12'\n" +
 	"\x0fpermission_mode\x18\x03 \x01(\tR\x0epermissionMode\x12\x10\n" +
 	"\x03env\x18\x04 \x03(\tR\x03env\x12&\n" +
-	"\x0fdefault_for_cwd\x18\x05 \x01(\bR\rdefaultForCwd\"_\n" +
+	"\x0fdefault_for_cwd\x18\x05 \x01(\bR\rdefaultForCwd\x12\x1d\n" +
+	"\n" +
+	"mcp_config\x18\x06 \x03(\tR\tmcpConfig\"_\n" +
 	"\x15CreateSessionResponse\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"\x15\n" +
@@ -5219,7 +6625,114 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x10still_trusted_by\x18\x03 \x01(\tR\x0estillTrustedBy\"\x14\n" +
 	"\x12ListTrustedRequest\")\n" +
 	"\x13ListTrustedResponse\x12\x12\n" +
-	"\x04dirs\x18\x01 \x03(\tR\x04dirs*D\n" +
+	"\x04dirs\x18\x01 \x03(\tR\x04dirs\"\xf0\x03\n" +
+	"\tMcpServer\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\x12\x1c\n" +
+	"\ttransport\x18\x04 \x01(\tR\ttransport\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12\x14\n" +
+	"\x05error\x18\x06 \x01(\tR\x05error\x12\x10\n" +
+	"\x03pid\x18\a \x01(\x05R\x03pid\x12\x14\n" +
+	"\x05tools\x18\b \x01(\x05R\x05tools\x12\x1c\n" +
+	"\tresources\x18\t \x01(\x05R\tresources\x12\x18\n" +
+	"\aprompts\x18\n" +
+	" \x01(\x05R\aprompts\x12\x1a\n" +
+	"\bsessions\x18\v \x03(\tR\bsessions\x120\n" +
+	"\x05since\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x12\x1a\n" +
+	"\brestarts\x18\r \x01(\x05R\brestarts\x12\x19\n" +
+	"\blog_path\x18\x0e \x01(\tR\alogPath\x12\x1f\n" +
+	"\vserver_info\x18\x0f \x01(\tR\n" +
+	"serverInfo\x12\x16\n" +
+	"\x06target\x18\x10 \x01(\tR\x06target\x12\x1a\n" +
+	"\bwarnings\x18\x11 \x03(\tR\bwarnings\x12\x1d\n" +
+	"\n" +
+	"tool_names\x18\x12 \x03(\tR\ttoolNames\"R\n" +
+	"\n" +
+	"McpProblem\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06server\x18\x02 \x01(\tR\x06server\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"Z\n" +
+	"\x15ListMcpServersRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\"{\n" +
+	"\x16ListMcpServersResponse\x12.\n" +
+	"\aservers\x18\x01 \x03(\v2\x14.tackle.v1.McpServerR\aservers\x121\n" +
+	"\bproblems\x18\x02 \x03(\v2\x15.tackle.v1.McpProblemR\bproblems\"\x8a\x01\n" +
+	"\x13AddMcpServerRequest\x12\x10\n" +
+	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12\x14\n" +
+	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"entry_json\x18\x04 \x01(\tR\tentryJson\x12\x18\n" +
+	"\areplace\x18\x05 \x01(\bR\areplace\"*\n" +
+	"\x14AddMcpServerResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"T\n" +
+	"\x16RemoveMcpServerRequest\x12\x10\n" +
+	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12\x14\n" +
+	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"-\n" +
+	"\x17RemoveMcpServerResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"`\n" +
+	"\x19ReconnectMcpServerRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"J\n" +
+	"\x1aReconnectMcpServerResponse\x12,\n" +
+	"\x06server\x18\x01 \x01(\v2\x14.tackle.v1.McpServerR\x06server\"T\n" +
+	"\x18ApproveMcpServersRequest\x12\x10\n" +
+	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\x12\x10\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\"/\n" +
+	"\x19ApproveMcpServersResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\"x\n" +
+	"\x12ReadMcpLogsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"tail_bytes\x18\x04 \x01(\x03R\ttailBytes\"[\n" +
+	"\x13ReadMcpLogsResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\x12\x1c\n" +
+	"\ttruncated\x18\x03 \x01(\bR\ttruncated\"e\n" +
+	"\x11McpPromptArgument\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1a\n" +
+	"\brequired\x18\x03 \x01(\bR\brequired\"\xad\x01\n" +
+	"\tMcpPrompt\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12:\n" +
+	"\targuments\x18\x04 \x03(\v2\x1c.tackle.v1.McpPromptArgumentR\targuments\x12\x18\n" +
+	"\acommand\x18\x05 \x01(\tR\acommand\"`\n" +
+	"\x15ListMcpPromptsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x16\n" +
+	"\x06server\x18\x03 \x01(\tR\x06server\"H\n" +
+	"\x16ListMcpPromptsResponse\x12.\n" +
+	"\aprompts\x18\x01 \x03(\v2\x14.tackle.v1.McpPromptR\aprompts\"\xf7\x01\n" +
+	"\x10GetPromptRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x16\n" +
+	"\x06server\x18\x03 \x01(\tR\x06server\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12H\n" +
+	"\targuments\x18\x05 \x03(\v2*.tackle.v1.GetPromptRequest.ArgumentsEntryR\targuments\x1a<\n" +
+	"\x0eArgumentsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"V\n" +
+	"\rPromptMessage\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x121\n" +
+	"\acontent\x18\x02 \x01(\v2\x17.tackle.v1.ContentBlockR\acontent\"k\n" +
+	"\x11GetPromptResponse\x12 \n" +
+	"\vdescription\x18\x01 \x01(\tR\vdescription\x124\n" +
+	"\bmessages\x18\x02 \x03(\v2\x18.tackle.v1.PromptMessageR\bmessages*D\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fROLE_CONTROLLER\x10\x01\x12\x11\n" +
@@ -5234,7 +6747,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\rSCOPE_SESSION\x10\x01\x12\x11\n" +
 	"\rSCOPE_PROJECT\x10\x02\x12\x0e\n" +
 	"\n" +
-	"SCOPE_USER\x10\x032\xac\v\n" +
+	"SCOPE_USER\x10\x032\xde\x10\n" +
 	"\rTackleService\x12@\n" +
 	"\x06Attach\x12\x18.tackle.v1.ClientMessage\x1a\x18.tackle.v1.ServerMessage(\x010\x01\x12R\n" +
 	"\rCreateSession\x12\x1f.tackle.v1.CreateSessionRequest\x1a .tackle.v1.CreateSessionResponse\x12O\n" +
@@ -5256,7 +6769,15 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x05Audit\x12\x17.tackle.v1.AuditRequest\x1a\x18.tackle.v1.AuditResponse\x12:\n" +
 	"\x05Trust\x12\x17.tackle.v1.TrustRequest\x1a\x18.tackle.v1.TrustResponse\x12@\n" +
 	"\aUntrust\x12\x19.tackle.v1.UntrustRequest\x1a\x1a.tackle.v1.UntrustResponse\x12L\n" +
-	"\vListTrusted\x12\x1d.tackle.v1.ListTrustedRequest\x1a\x1e.tackle.v1.ListTrustedResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
+	"\vListTrusted\x12\x1d.tackle.v1.ListTrustedRequest\x1a\x1e.tackle.v1.ListTrustedResponse\x12U\n" +
+	"\x0eListMcpServers\x12 .tackle.v1.ListMcpServersRequest\x1a!.tackle.v1.ListMcpServersResponse\x12O\n" +
+	"\fAddMcpServer\x12\x1e.tackle.v1.AddMcpServerRequest\x1a\x1f.tackle.v1.AddMcpServerResponse\x12X\n" +
+	"\x0fRemoveMcpServer\x12!.tackle.v1.RemoveMcpServerRequest\x1a\".tackle.v1.RemoveMcpServerResponse\x12a\n" +
+	"\x12ReconnectMcpServer\x12$.tackle.v1.ReconnectMcpServerRequest\x1a%.tackle.v1.ReconnectMcpServerResponse\x12^\n" +
+	"\x11ApproveMcpServers\x12#.tackle.v1.ApproveMcpServersRequest\x1a$.tackle.v1.ApproveMcpServersResponse\x12L\n" +
+	"\vReadMcpLogs\x12\x1d.tackle.v1.ReadMcpLogsRequest\x1a\x1e.tackle.v1.ReadMcpLogsResponse\x12U\n" +
+	"\x0eListMcpPrompts\x12 .tackle.v1.ListMcpPromptsRequest\x1a!.tackle.v1.ListMcpPromptsResponse\x12F\n" +
+	"\tGetPrompt\x12\x1b.tackle.v1.GetPromptRequest\x1a\x1c.tackle.v1.GetPromptResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
 
 var (
 	file_tackle_v1_tackle_proto_rawDescOnce sync.Once
@@ -5271,7 +6792,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -5343,7 +6864,29 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*UntrustResponse)(nil),                // 67: tackle.v1.UntrustResponse
 	(*ListTrustedRequest)(nil),             // 68: tackle.v1.ListTrustedRequest
 	(*ListTrustedResponse)(nil),            // 69: tackle.v1.ListTrustedResponse
-	(*timestamppb.Timestamp)(nil),          // 70: google.protobuf.Timestamp
+	(*McpServer)(nil),                      // 70: tackle.v1.McpServer
+	(*McpProblem)(nil),                     // 71: tackle.v1.McpProblem
+	(*ListMcpServersRequest)(nil),          // 72: tackle.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),         // 73: tackle.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),            // 74: tackle.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),           // 75: tackle.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),         // 76: tackle.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),        // 77: tackle.v1.RemoveMcpServerResponse
+	(*ReconnectMcpServerRequest)(nil),      // 78: tackle.v1.ReconnectMcpServerRequest
+	(*ReconnectMcpServerResponse)(nil),     // 79: tackle.v1.ReconnectMcpServerResponse
+	(*ApproveMcpServersRequest)(nil),       // 80: tackle.v1.ApproveMcpServersRequest
+	(*ApproveMcpServersResponse)(nil),      // 81: tackle.v1.ApproveMcpServersResponse
+	(*ReadMcpLogsRequest)(nil),             // 82: tackle.v1.ReadMcpLogsRequest
+	(*ReadMcpLogsResponse)(nil),            // 83: tackle.v1.ReadMcpLogsResponse
+	(*McpPromptArgument)(nil),              // 84: tackle.v1.McpPromptArgument
+	(*McpPrompt)(nil),                      // 85: tackle.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),          // 86: tackle.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),         // 87: tackle.v1.ListMcpPromptsResponse
+	(*GetPromptRequest)(nil),               // 88: tackle.v1.GetPromptRequest
+	(*PromptMessage)(nil),                  // 89: tackle.v1.PromptMessage
+	(*GetPromptResponse)(nil),              // 90: tackle.v1.GetPromptResponse
+	nil,                                    // 91: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 92: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,  // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -5362,20 +6905,20 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	8,  // 13: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,  // 14: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,  // 15: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	70, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	70, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	92, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	92, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
 	15, // 18: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
 	22, // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
 	19, // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
 	18, // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
 	17, // 22: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	70, // 23: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	70, // 24: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	92, // 23: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	92, // 24: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
 	20, // 25: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	70, // 26: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	92, // 26: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
 	23, // 27: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
 	2,  // 28: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	70, // 29: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	92, // 29: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
 	8,  // 30: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
 	21, // 31: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
 	22, // 32: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
@@ -5400,51 +6943,76 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	58, // 51: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
 	59, // 52: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
 	17, // 53: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	70, // 54: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	92, // 54: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
 	62, // 55: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	3,  // 56: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	27, // 57: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	29, // 58: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	31, // 59: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	33, // 60: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	37, // 61: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	39, // 62: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	41, // 63: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	43, // 64: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	45, // 65: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	47, // 66: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	49, // 67: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	51, // 68: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	53, // 69: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	57, // 70: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	61, // 71: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	64, // 72: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	66, // 73: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	68, // 74: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	4,  // 75: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	28, // 76: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	30, // 77: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	32, // 78: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	34, // 79: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	38, // 80: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	40, // 81: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	42, // 82: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	44, // 83: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	46, // 84: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	48, // 85: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	50, // 86: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	52, // 87: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	56, // 88: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	60, // 89: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	63, // 90: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	65, // 91: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	67, // 92: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	69, // 93: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	75, // [75:94] is the sub-list for method output_type
-	56, // [56:75] is the sub-list for method input_type
-	56, // [56:56] is the sub-list for extension type_name
-	56, // [56:56] is the sub-list for extension extendee
-	0,  // [0:56] is the sub-list for field type_name
+	92, // 56: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	70, // 57: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	71, // 58: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	70, // 59: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	84, // 60: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	85, // 61: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	91, // 62: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	20, // 63: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	89, // 64: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	3,  // 65: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	27, // 66: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	29, // 67: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	31, // 68: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	33, // 69: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	37, // 70: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	39, // 71: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	41, // 72: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	43, // 73: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	45, // 74: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	47, // 75: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	49, // 76: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	51, // 77: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	53, // 78: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	57, // 79: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	61, // 80: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	64, // 81: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	66, // 82: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	68, // 83: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	72, // 84: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	74, // 85: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	76, // 86: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	78, // 87: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	80, // 88: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	82, // 89: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	86, // 90: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	88, // 91: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	4,  // 92: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	28, // 93: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	30, // 94: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	32, // 95: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	34, // 96: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	38, // 97: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	40, // 98: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	42, // 99: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	44, // 100: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	46, // 101: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	48, // 102: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	50, // 103: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	52, // 104: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	56, // 105: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	60, // 106: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	63, // 107: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	65, // 108: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	67, // 109: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	69, // 110: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	73, // 111: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	75, // 112: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	77, // 113: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	79, // 114: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	81, // 115: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	83, // 116: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	87, // 117: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	90, // 118: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	92, // [92:119] is the sub-list for method output_type
+	65, // [65:92] is the sub-list for method input_type
+	65, // [65:65] is the sub-list for extension type_name
+	65, // [65:65] is the sub-list for extension extendee
+	0,  // [0:65] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -5473,7 +7041,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   67,
+			NumMessages:   89,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

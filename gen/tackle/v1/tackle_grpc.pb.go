@@ -42,6 +42,14 @@ const (
 	TackleService_Trust_FullMethodName                  = "/tackle.v1.TackleService/Trust"
 	TackleService_Untrust_FullMethodName                = "/tackle.v1.TackleService/Untrust"
 	TackleService_ListTrusted_FullMethodName            = "/tackle.v1.TackleService/ListTrusted"
+	TackleService_ListMcpServers_FullMethodName         = "/tackle.v1.TackleService/ListMcpServers"
+	TackleService_AddMcpServer_FullMethodName           = "/tackle.v1.TackleService/AddMcpServer"
+	TackleService_RemoveMcpServer_FullMethodName        = "/tackle.v1.TackleService/RemoveMcpServer"
+	TackleService_ReconnectMcpServer_FullMethodName     = "/tackle.v1.TackleService/ReconnectMcpServer"
+	TackleService_ApproveMcpServers_FullMethodName      = "/tackle.v1.TackleService/ApproveMcpServers"
+	TackleService_ReadMcpLogs_FullMethodName            = "/tackle.v1.TackleService/ReadMcpLogs"
+	TackleService_ListMcpPrompts_FullMethodName         = "/tackle.v1.TackleService/ListMcpPrompts"
+	TackleService_GetPrompt_FullMethodName              = "/tackle.v1.TackleService/GetPrompt"
 )
 
 // TackleServiceClient is the client API for TackleService service.
@@ -101,6 +109,24 @@ type TackleServiceClient interface {
 	Untrust(ctx context.Context, in *UntrustRequest, opts ...grpc.CallOption) (*UntrustResponse, error)
 	// ListTrusted lists the trusted directories.
 	ListTrusted(ctx context.Context, in *ListTrustedRequest, opts ...grpc.CallOption) (*ListTrustedResponse, error)
+	// ListMcpServers lists the MCP servers a session (or a directory's default
+	// session) uses, or with all every server the daemon holds.
+	ListMcpServers(ctx context.Context, in *ListMcpServersRequest, opts ...grpc.CallOption) (*ListMcpServersResponse, error)
+	// AddMcpServer writes a server entry into tackle's file of a scope.
+	AddMcpServer(ctx context.Context, in *AddMcpServerRequest, opts ...grpc.CallOption) (*AddMcpServerResponse, error)
+	// RemoveMcpServer removes a server entry from tackle's files.
+	RemoveMcpServer(ctx context.Context, in *RemoveMcpServerRequest, opts ...grpc.CallOption) (*RemoveMcpServerResponse, error)
+	// ReconnectMcpServer reconnects a server (a failed one too).
+	ReconnectMcpServer(ctx context.Context, in *ReconnectMcpServerRequest, opts ...grpc.CallOption) (*ReconnectMcpServerResponse, error)
+	// ApproveMcpServers approves a project's .mcp.json servers (in
+	// .tackle/settings.local.json).
+	ApproveMcpServers(ctx context.Context, in *ApproveMcpServersRequest, opts ...grpc.CallOption) (*ApproveMcpServersResponse, error)
+	// ReadMcpLogs returns the end of a server's stderr log.
+	ReadMcpLogs(ctx context.Context, in *ReadMcpLogsRequest, opts ...grpc.CallOption) (*ReadMcpLogsResponse, error)
+	// ListMcpPrompts lists a server's prompts.
+	ListMcpPrompts(ctx context.Context, in *ListMcpPromptsRequest, opts ...grpc.CallOption) (*ListMcpPromptsResponse, error)
+	// GetPrompt renders a server's prompt with arguments.
+	GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error)
 }
 
 type tackleServiceClient struct {
@@ -304,6 +330,86 @@ func (c *tackleServiceClient) ListTrusted(ctx context.Context, in *ListTrustedRe
 	return out, nil
 }
 
+func (c *tackleServiceClient) ListMcpServers(ctx context.Context, in *ListMcpServersRequest, opts ...grpc.CallOption) (*ListMcpServersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMcpServersResponse)
+	err := c.cc.Invoke(ctx, TackleService_ListMcpServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) AddMcpServer(ctx context.Context, in *AddMcpServerRequest, opts ...grpc.CallOption) (*AddMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AddMcpServerResponse)
+	err := c.cc.Invoke(ctx, TackleService_AddMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) RemoveMcpServer(ctx context.Context, in *RemoveMcpServerRequest, opts ...grpc.CallOption) (*RemoveMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveMcpServerResponse)
+	err := c.cc.Invoke(ctx, TackleService_RemoveMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ReconnectMcpServer(ctx context.Context, in *ReconnectMcpServerRequest, opts ...grpc.CallOption) (*ReconnectMcpServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReconnectMcpServerResponse)
+	err := c.cc.Invoke(ctx, TackleService_ReconnectMcpServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ApproveMcpServers(ctx context.Context, in *ApproveMcpServersRequest, opts ...grpc.CallOption) (*ApproveMcpServersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ApproveMcpServersResponse)
+	err := c.cc.Invoke(ctx, TackleService_ApproveMcpServers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ReadMcpLogs(ctx context.Context, in *ReadMcpLogsRequest, opts ...grpc.CallOption) (*ReadMcpLogsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ReadMcpLogsResponse)
+	err := c.cc.Invoke(ctx, TackleService_ReadMcpLogs_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ListMcpPrompts(ctx context.Context, in *ListMcpPromptsRequest, opts ...grpc.CallOption) (*ListMcpPromptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListMcpPromptsResponse)
+	err := c.cc.Invoke(ctx, TackleService_ListMcpPrompts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetPromptResponse)
+	err := c.cc.Invoke(ctx, TackleService_GetPrompt_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TackleServiceServer is the server API for TackleService service.
 // All implementations must embed UnimplementedTackleServiceServer
 // for forward compatibility.
@@ -361,6 +467,24 @@ type TackleServiceServer interface {
 	Untrust(context.Context, *UntrustRequest) (*UntrustResponse, error)
 	// ListTrusted lists the trusted directories.
 	ListTrusted(context.Context, *ListTrustedRequest) (*ListTrustedResponse, error)
+	// ListMcpServers lists the MCP servers a session (or a directory's default
+	// session) uses, or with all every server the daemon holds.
+	ListMcpServers(context.Context, *ListMcpServersRequest) (*ListMcpServersResponse, error)
+	// AddMcpServer writes a server entry into tackle's file of a scope.
+	AddMcpServer(context.Context, *AddMcpServerRequest) (*AddMcpServerResponse, error)
+	// RemoveMcpServer removes a server entry from tackle's files.
+	RemoveMcpServer(context.Context, *RemoveMcpServerRequest) (*RemoveMcpServerResponse, error)
+	// ReconnectMcpServer reconnects a server (a failed one too).
+	ReconnectMcpServer(context.Context, *ReconnectMcpServerRequest) (*ReconnectMcpServerResponse, error)
+	// ApproveMcpServers approves a project's .mcp.json servers (in
+	// .tackle/settings.local.json).
+	ApproveMcpServers(context.Context, *ApproveMcpServersRequest) (*ApproveMcpServersResponse, error)
+	// ReadMcpLogs returns the end of a server's stderr log.
+	ReadMcpLogs(context.Context, *ReadMcpLogsRequest) (*ReadMcpLogsResponse, error)
+	// ListMcpPrompts lists a server's prompts.
+	ListMcpPrompts(context.Context, *ListMcpPromptsRequest) (*ListMcpPromptsResponse, error)
+	// GetPrompt renders a server's prompt with arguments.
+	GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error)
 	mustEmbedUnimplementedTackleServiceServer()
 }
 
@@ -427,6 +551,30 @@ func (UnimplementedTackleServiceServer) Untrust(context.Context, *UntrustRequest
 }
 func (UnimplementedTackleServiceServer) ListTrusted(context.Context, *ListTrustedRequest) (*ListTrustedResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTrusted not implemented")
+}
+func (UnimplementedTackleServiceServer) ListMcpServers(context.Context, *ListMcpServersRequest) (*ListMcpServersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListMcpServers not implemented")
+}
+func (UnimplementedTackleServiceServer) AddMcpServer(context.Context, *AddMcpServerRequest) (*AddMcpServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddMcpServer not implemented")
+}
+func (UnimplementedTackleServiceServer) RemoveMcpServer(context.Context, *RemoveMcpServerRequest) (*RemoveMcpServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveMcpServer not implemented")
+}
+func (UnimplementedTackleServiceServer) ReconnectMcpServer(context.Context, *ReconnectMcpServerRequest) (*ReconnectMcpServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReconnectMcpServer not implemented")
+}
+func (UnimplementedTackleServiceServer) ApproveMcpServers(context.Context, *ApproveMcpServersRequest) (*ApproveMcpServersResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ApproveMcpServers not implemented")
+}
+func (UnimplementedTackleServiceServer) ReadMcpLogs(context.Context, *ReadMcpLogsRequest) (*ReadMcpLogsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ReadMcpLogs not implemented")
+}
+func (UnimplementedTackleServiceServer) ListMcpPrompts(context.Context, *ListMcpPromptsRequest) (*ListMcpPromptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListMcpPrompts not implemented")
+}
+func (UnimplementedTackleServiceServer) GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetPrompt not implemented")
 }
 func (UnimplementedTackleServiceServer) mustEmbedUnimplementedTackleServiceServer() {}
 func (UnimplementedTackleServiceServer) testEmbeddedByValue()                       {}
@@ -780,6 +928,150 @@ func _TackleService_ListTrusted_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TackleService_ListMcpServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMcpServersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ListMcpServers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ListMcpServers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ListMcpServers(ctx, req.(*ListMcpServersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_AddMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).AddMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_AddMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).AddMcpServer(ctx, req.(*AddMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_RemoveMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).RemoveMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_RemoveMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).RemoveMcpServer(ctx, req.(*RemoveMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ReconnectMcpServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReconnectMcpServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ReconnectMcpServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ReconnectMcpServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ReconnectMcpServer(ctx, req.(*ReconnectMcpServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ApproveMcpServers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ApproveMcpServersRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ApproveMcpServers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ApproveMcpServers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ApproveMcpServers(ctx, req.(*ApproveMcpServersRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ReadMcpLogs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadMcpLogsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ReadMcpLogs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ReadMcpLogs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ReadMcpLogs(ctx, req.(*ReadMcpLogsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ListMcpPrompts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListMcpPromptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ListMcpPrompts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ListMcpPrompts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ListMcpPrompts(ctx, req.(*ListMcpPromptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_GetPrompt_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetPromptRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).GetPrompt(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_GetPrompt_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).GetPrompt(ctx, req.(*GetPromptRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TackleService_ServiceDesc is the grpc.ServiceDesc for TackleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -858,6 +1150,38 @@ var TackleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTrusted",
 			Handler:    _TackleService_ListTrusted_Handler,
+		},
+		{
+			MethodName: "ListMcpServers",
+			Handler:    _TackleService_ListMcpServers_Handler,
+		},
+		{
+			MethodName: "AddMcpServer",
+			Handler:    _TackleService_AddMcpServer_Handler,
+		},
+		{
+			MethodName: "RemoveMcpServer",
+			Handler:    _TackleService_RemoveMcpServer_Handler,
+		},
+		{
+			MethodName: "ReconnectMcpServer",
+			Handler:    _TackleService_ReconnectMcpServer_Handler,
+		},
+		{
+			MethodName: "ApproveMcpServers",
+			Handler:    _TackleService_ApproveMcpServers_Handler,
+		},
+		{
+			MethodName: "ReadMcpLogs",
+			Handler:    _TackleService_ReadMcpLogs_Handler,
+		},
+		{
+			MethodName: "ListMcpPrompts",
+			Handler:    _TackleService_ListMcpPrompts_Handler,
+		},
+		{
+			MethodName: "GetPrompt",
+			Handler:    _TackleService_GetPrompt_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,345 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/mcp"
+	"github.com/tackle-agent/tackle/daemon/server"
+	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/tool"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpLayer connects the sessions to their MCP servers: it reads each
+// session's MCP configuration, hands it to the connection manager (which
+// shares one connection per server among every session), adds the servers'
+// tools to the session's pool and tells attached clients when the pool
+// changes. It implements server.MCP.
+type mcpLayer struct {
+	d   *Daemon
+	mgr *mcp.Manager
+
+	mu       sync.Mutex
+	problems map[string][]config.MCPProblem // by session id: the last configuration problems
+	warned   map[string]string              // by session id: the problems last reported as a notice
+}
+
+func newMCPLayer(d *Daemon, logDir string) *mcpLayer {
+	l := &mcpLayer{d: d, problems: map[string][]config.MCPProblem{}, warned: map[string]string{}}
+	l.mgr = mcp.New(&mcp.Options{
+		LogDir:   logDir,
+		Logger:   d.log.Named("mcp"),
+		OnChange: l.changed,
+	})
+	return l
+}
+
+// settings are the MCP settings of a session's project and environment.
+func (l *mcpLayer) settings(sess *session.Session) config.MCPSettings {
+	st, _ := l.d.loader.Load(sess.Root())
+	return st.MCP(sess.Environ())
+}
+
+// sync reads sess's MCP configuration and gives it to the manager. It
+// reports configuration problems to the session once per change.
+func (l *mcpLayer) sync(sess *session.Session) {
+	root := sess.Root()
+	servers, problems := l.d.loader.MCPServers(root, sess.Environ(), sess.MCPConfig(), l.d.trust.Trusted(root))
+	l.mgr.Use(sess.ID(), servers, sess.WorkingDirs())
+	var lines []string
+	for _, p := range problems {
+		lines = append(lines, p.Error())
+	}
+	for _, s := range servers {
+		for _, w := range s.Warnings {
+			lines = append(lines, fmt.Sprintf("MCP server %q (%s): %s", s.Name, s.Source, w))
+		}
+	}
+	text := strings.Join(lines, "\n")
+	l.mu.Lock()
+	l.problems[sess.ID()] = problems
+	prev := l.warned[sess.ID()]
+	l.warned[sess.ID()] = text
+	l.mu.Unlock()
+	if text != "" && text != prev {
+		if _, err := sess.Append(&event.Event{Type: event.Notice, Text: "MCP configuration:\n" + text}); err != nil {
+			l.d.log.Warn("reporting MCP configuration problems", "session", sess.ID(), "error", err)
+		}
+	}
+}
+
+// release drops a deleted session's servers.
+func (l *mcpLayer) release(sessionID string) {
+	l.mgr.Release(sessionID)
+	l.mu.Lock()
+	delete(l.problems, sessionID)
+	delete(l.warned, sessionID)
+	l.mu.Unlock()
+}
+
+// resync re-reads the configuration of every loaded session (a settings
+// file, .mcp.json or ~/.claude.json changed, or a directory was trusted).
+func (l *mcpLayer) resync() {
+	for _, sess := range l.d.sessions.Loaded() {
+		l.sync(sess)
+	}
+}
+
+// changed tells the sessions using server that their tool pool changed.
+func (l *mcpLayer) changed(serverName string) {
+	var ids []string
+	for _, st := range l.mgr.Status() {
+		if st.Name == serverName {
+			ids = append(ids, st.Sessions...)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	for _, id := range ids {
+		sess, err := l.d.sessions.Get(context.Background(), id)
+		if err != nil {
+			continue
+		}
+		if _, err := sess.Append(&event.Event{Type: event.ToolsChanged, Text: serverName}); err != nil {
+			l.d.log.Debug("announcing a changed tool pool", "session", id, "error", err)
+		}
+	}
+}
+
+// toolOptions are the MCP tool options of a session.
+func (l *mcpLayer) toolOptions(sessionID string) *mcp.ToolOptions {
+	sess, err := l.d.sessions.Get(context.Background(), sessionID)
+	if err != nil {
+		return nil
+	}
+	st := l.settings(sess)
+	return &mcp.ToolOptions{MaxOutputTokens: st.MaxOutputTokens, DefaultTimeout: st.ToolTimeout}
+}
+
+// tools lists a session's MCP tools (for ListTools).
+func (l *mcpLayer) tools(sessionID string) []tool.Tool {
+	return l.mgr.Tools(sessionID, l.toolOptions(sessionID))
+}
+
+// lookup finds a session's MCP tool. A name of one of the session's
+// servers that is not connected (or has no such tool) becomes a tool that
+// fails validation with the server's state, so the model learns why.
+func (l *mcpLayer) lookup(sessionID, name string) (tool.Tool, bool) {
+	if !strings.HasPrefix(name, "mcp__") {
+		return nil, false
+	}
+	if t, ok := l.mgr.Lookup(sessionID, name, l.toolOptions(sessionID)); ok {
+		return t, true
+	}
+	for _, c := range l.mgr.Conns(sessionID) {
+		prefix := mcp.ToolName(c.Name(), "")
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		st := c.Status()
+		msg := fmt.Sprintf("Error: MCP server %q has no tool %q.", c.Name(), strings.TrimPrefix(name, prefix))
+		if st.State != mcp.Connected {
+			msg = fmt.Sprintf("Error: MCP server %q is %s", c.Name(), st.State)
+			if st.Error != "" {
+				msg += ": " + st.Error
+			}
+			msg += ". Its tools cannot be called until it is connected (tackle mcp list shows its state; tackle mcp reconnect " + c.Name() + ")."
+		}
+		return unavailableTool{name: name, msg: msg}, true
+	}
+	return nil, false
+}
+
+// unavailableTool stands for a tool of a server that cannot serve it: its
+// validation fails with the reason.
+type unavailableTool struct{ name, msg string }
+
+func (u unavailableTool) Spec() tool.Spec {
+	return tool.Spec{Name: u.name, InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+func (u unavailableTool) Attributes(json.RawMessage) tool.Attributes { return tool.Attributes{} }
+func (u unavailableTool) Validate(context.Context, *tool.Call) error { return errors.New(u.msg) }
+func (u unavailableTool) CheckPermission(context.Context, *tool.Call) (tool.Access, error) {
+	return tool.Access{}, errors.New(u.msg)
+}
+func (u unavailableTool) Run(context.Context, *tool.Call, tool.Progress) (*tool.Result, error) {
+	return tool.ErrorResult(u.msg), nil
+}
+
+func (l *mcpLayer) view(st mcp.Status, cfg *config.MCPServer) server.MCPServer {
+	out := server.MCPServer{
+		Name: st.Name, Scope: st.Scope, Source: st.Source, Transport: st.Transport, State: string(st.State),
+		Error: st.Error, PID: st.PID, Tools: st.Tools, Resources: st.Resources, Prompts: st.Prompts,
+		Restarts: st.Restarts, Sessions: st.Sessions, Since: st.Since, LogPath: st.LogPath, ServerInfo: st.ServerInfo,
+	}
+	if cfg != nil {
+		out.Warnings = cfg.Warnings
+		if cfg.Type == "stdio" {
+			out.Target = strings.Join(append([]string{cfg.Command}, cfg.Args...), " ")
+		} else {
+			out.Target = cfg.URL
+		}
+	}
+	return out
+}
+
+// Servers implements server.MCP.
+func (l *mcpLayer) Servers(sess *session.Session) ([]server.MCPServer, []server.MCPProblem) {
+	l.sync(sess)
+	var out []server.MCPServer
+	opts := l.toolOptions(sess.ID())
+	for _, c := range l.mgr.Conns(sess.ID()) {
+		cfg := c.Config()
+		v := l.view(c.Status(), &cfg)
+		for _, t := range l.mgr.Tools(sess.ID(), opts) {
+			if strings.HasPrefix(t.Spec().Name, mcp.ToolName(c.Name(), "")) {
+				v.ToolNames = append(v.ToolNames, t.Spec().Name)
+			}
+		}
+		out = append(out, v)
+	}
+	l.mu.Lock()
+	problems := l.problems[sess.ID()]
+	l.mu.Unlock()
+	var ps []server.MCPProblem
+	for _, p := range problems {
+		ps = append(ps, server.MCPProblem{Path: p.Path, Server: p.Server, Message: p.Message})
+	}
+	return out, ps
+}
+
+// AllServers implements server.MCP.
+func (l *mcpLayer) AllServers() []server.MCPServer {
+	var out []server.MCPServer
+	for _, st := range l.mgr.Status() {
+		out = append(out, l.view(st, nil))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Add implements server.MCP.
+func (l *mcpLayer) Add(root, scope, name string, entry json.RawMessage, replace bool) (string, error) {
+	return l.d.loader.AddMCPServer(root, scope, name, entry, replace)
+}
+
+// Remove implements server.MCP.
+func (l *mcpLayer) Remove(root, scope, name string) (string, error) {
+	return l.d.loader.RemoveMCPServer(root, scope, name)
+}
+
+// Approve implements server.MCP.
+func (l *mcpLayer) Approve(root string, names []string, all bool) (string, error) {
+	return l.d.loader.ApproveMCPServers(root, names, all)
+}
+
+func (l *mcpLayer) conn(sess *session.Session, name string) (*mcp.Conn, error) {
+	l.sync(sess)
+	if c, ok := l.mgr.Conn(sess.ID(), name); ok {
+		return c, nil
+	}
+	var names []string
+	for _, c := range l.mgr.Conns(sess.ID()) {
+		names = append(names, c.Name())
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no MCP server %q: the session (root %s) has no MCP servers", name, sess.Root())
+	}
+	return nil, fmt.Errorf("no MCP server %q (the session has: %s)", name, strings.Join(names, ", "))
+}
+
+// Reconnect implements server.MCP.
+func (l *mcpLayer) Reconnect(ctx context.Context, sess *session.Session, name string) (server.MCPServer, error) {
+	c, err := l.conn(sess, name)
+	if err != nil {
+		return server.MCPServer{}, err
+	}
+	if err := l.mgr.Reconnect(ctx, name); err != nil {
+		l.d.log.Info("MCP reconnect failed", "server", name, "error", err)
+	}
+	if c2, ok := l.mgr.Conn(sess.ID(), name); ok {
+		c = c2
+	}
+	cfg := c.Config()
+	return l.view(c.Status(), &cfg), nil
+}
+
+// Logs implements server.MCP.
+func (l *mcpLayer) Logs(sess *session.Session, name string, tail int64) (string, []byte, bool, error) {
+	c, err := l.conn(sess, name)
+	if err != nil {
+		return "", nil, false, err
+	}
+	path := c.Status().LogPath
+	if path == "" {
+		return "", nil, false, fmt.Errorf("MCP server %q has no log (only stdio servers write one)", name)
+	}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return path, nil, false, nil
+	} else if err != nil {
+		return "", nil, false, fmt.Errorf("opening the log of %q: %w", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", nil, false, fmt.Errorf("reading the log of %q: %w", name, err)
+	}
+	off := max(fi.Size()-tail, 0)
+	data, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	if err != nil {
+		return "", nil, false, fmt.Errorf("reading the log of %q: %w", name, err)
+	}
+	return path, data, off > 0, nil
+}
+
+// Prompts implements server.MCP.
+func (l *mcpLayer) Prompts(ctx context.Context, sess *session.Session, name string) ([]server.MCPPrompt, error) {
+	if _, err := l.conn(sess, name); err != nil {
+		return nil, err
+	}
+	ps, err := l.mgr.Prompts(sess.ID(), name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]server.MCPPrompt, 0, len(ps))
+	for _, p := range ps {
+		sp := server.MCPPrompt{Name: p.Name, Title: p.Title, Description: p.Description,
+			Command: "/" + mcp.ToolName(name, p.Name)}
+		for _, a := range p.Arguments {
+			sp.Args = append(sp.Args, server.MCPPromptArg{Name: a.Name, Description: a.Description, Required: a.Required})
+		}
+		out = append(out, sp)
+	}
+	return out, nil
+}
+
+// GetPrompt implements server.MCP.
+func (l *mcpLayer) GetPrompt(ctx context.Context, sess *session.Session, name, prompt string, args map[string]string) (string, []server.MCPMessage, error) {
+	if _, err := l.conn(sess, name); err != nil {
+		return "", nil, err
+	}
+	res, err := l.mgr.GetPrompt(ctx, sess.ID(), name, prompt, args)
+	if err != nil {
+		return "", nil, err
+	}
+	var msgs []server.MCPMessage
+	for _, m := range res.Messages {
+		for _, c := range mcp.Contents([]mcpsdk.Content{m.Content}) {
+			msgs = append(msgs, server.MCPMessage{Role: string(m.Role), Content: c})
+		}
+	}
+	return res.Description, msgs, nil
+}

@@ -1,0 +1,275 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tackle-agent/tackle/internal/testpeers"
+)
+
+type mcpServerJSON struct {
+	Name      string   `json:"name"`
+	Scope     string   `json:"scope"`
+	Source    string   `json:"source"`
+	Transport string   `json:"transport"`
+	State     string   `json:"state"`
+	Error     string   `json:"error"`
+	PID       int      `json:"pid"`
+	Tools     int      `json:"tools"`
+	Prompts   int      `json:"prompts"`
+	Sessions  []string `json:"sessions"`
+	Restarts  int      `json:"restarts"`
+	LogPath   string   `json:"log_path"`
+	ToolNames []string `json:"tool_names"`
+}
+
+// mcpServer returns the named server of `tackle mcp list` (with args).
+func (e *env) mcpServer(name string, args ...string) (mcpServerJSON, bool) {
+	e.t.Helper()
+	var list []mcpServerJSON
+	e.json(&list, "", append([]string{"mcp", "list"}, args...)...)
+	for _, s := range list {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return mcpServerJSON{}, false
+}
+
+// waitMCP polls `tackle mcp list` until the named server satisfies ok, or
+// fails after 60 s with the last state.
+func (e *env) waitMCP(name string, ok func(mcpServerJSON) bool, args ...string) mcpServerJSON {
+	e.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		s, found := e.mcpServer(name, args...)
+		if found && ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("MCP server %s: still %+v after 60 s", name, s)
+		}
+		time.Sleep(100 * time.Millisecond) // polling a state another process changes
+	}
+}
+
+func connected(s mcpServerJSON) bool { return s.State == "connected" && s.Tools > 0 }
+
+// callJSON runs `tackle call NAME INPUT --json` with extra args.
+func (e *env) callJSON(name string, input any, args ...string) (resultJSON, runResult) {
+	e.t.Helper()
+	var res resultJSON
+	r := e.json(&res, "", append([]string{"call", name, mustJSON(input)}, args...)...)
+	return res, r
+}
+
+// processesWith counts live processes whose environment holds marker.
+func processesWith(t *testing.T, marker string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(b, []byte(marker)) {
+			if st, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat")); err == nil && strings.Contains(string(st), ") Z ") {
+				continue // a zombie is not a server
+			}
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestMCPProjectServerNeedsTrustAndApproval(t *testing.T) {
+	e := newEnv(t)
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	marker := "TACKLE_MCP_MARKER=" + e.root
+	e.write(".mcp.json", mustJSON(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": bin, "args": []string{"stdio"}, "env": map[string]string{"TACKLE_MCP_MARKER": e.root}},
+	}}))
+
+	s, ok := e.mcpServer("everything")
+	if !ok || s.State != "needs-approval" || s.Scope != "project" || s.PID != 0 {
+		t.Fatalf("untrusted .mcp.json server: %+v (found %v); want needs-approval, no process", s, ok)
+	}
+	if pids := processesWith(t, marker); len(pids) != 0 {
+		t.Fatalf("an unapproved server was started: pids %v", pids)
+	}
+	res, r := e.callJSON("mcp__everything__echo", map[string]any{"message": "hi"}, "--permission-mode", "bypassPermissions")
+	if r.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), "needs-approval") {
+		t.Fatalf("calling an unapproved server's tool: code %d %+v", r.code, res)
+	}
+
+	// Approval alone is not enough while the workspace is untrusted.
+	if r := e.tackle("", "mcp", "approve", "everything"); r.code != 0 {
+		t.Fatalf("mcp approve: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.project, ".tackle", "settings.local.json")); err != nil || !strings.Contains(string(b), "enabledMcpjsonServers") {
+		t.Fatalf("approval not recorded in .tackle/settings.local.json: %q %v", b, err)
+	}
+	if s, _ := e.mcpServer("everything"); s.State != "needs-approval" {
+		t.Fatalf("approved but untrusted: %+v; want needs-approval", s)
+	}
+	if r := e.tackle("", "trust"); r.code != 0 {
+		t.Fatalf("trust: %d %s", r.code, r.stderr)
+	}
+	s = e.waitMCP("everything", connected)
+	if s.PID <= 0 {
+		t.Fatalf("connected server without a pid: %+v", s)
+	}
+
+	// The pool holds its tools; a call goes through the one pipeline.
+	var tools []struct {
+		Name string `json:"name"`
+	}
+	e.json(&tools, "", "tools")
+	var names []string
+	for _, tl := range tools {
+		names = append(names, tl.Name)
+	}
+	if !strings.Contains(strings.Join(names, " "), "mcp__everything__echo") {
+		t.Fatalf("tools lack mcp__everything__echo: %v", names)
+	}
+	res, r = e.callJSON("mcp__everything__echo", map[string]any{"message": "hi"}, "--permission-mode", "bypassPermissions")
+	if r.code != 0 || res.Status != "completed" || !strings.Contains(res.text(), "hi") {
+		t.Fatalf("echo: code %d %+v %s", r.code, res, r.stderr)
+	}
+	// The server's schema is enforced before the server sees the call.
+	res, r = e.callJSON("mcp__everything__echo", map[string]any{"msg": 1}, "--permission-mode", "bypassPermissions")
+	if r.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), "message") {
+		t.Fatalf("echo without message: code %d %+v", r.code, res)
+	}
+	// Stdio servers get the project directory.
+	res, _ = e.callJSON("mcp__everything__get-env", map[string]any{}, "--permission-mode", "bypassPermissions")
+	if !strings.Contains(res.text(), "CLAUDE_PROJECT_DIR") || !strings.Contains(res.text(), "TACKLE_PROJECT_DIR") {
+		t.Errorf("server environment lacks the project dir variables: %.300s", res.text())
+	}
+
+	// Prompts are listed and rendered.
+	r = e.tackle("", "mcp", "prompts", "everything")
+	if r.code != 0 || !strings.Contains(r.stdout, "/mcp__everything__args-prompt") {
+		t.Fatalf("mcp prompts: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = e.tackle("", "mcp", "prompt", "everything", "args-prompt", "city=Lyon")
+	if r.code != 0 || !strings.Contains(r.stdout, "Lyon") {
+		t.Fatalf("mcp prompt args-prompt: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	r = e.tackle("", "mcp", "prompt", "everything", "args-prompt")
+	if r.code == 0 || !strings.Contains(r.stderr, "city") {
+		t.Fatalf("a prompt without its required argument: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if r := e.tackle("", "mcp", "logs", "everything"); r.code != 0 {
+		t.Fatalf("mcp logs: %d %s", r.code, r.stderr)
+	}
+	if pids := processesWith(t, marker); len(pids) != 1 {
+		t.Fatalf("want one server process, have %v", pids)
+	}
+}
+
+func TestMCPOneProcessForTenSessions(t *testing.T) {
+	e := newEnv(t)
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	marker := "TACKLE_MCP_MARKER=" + e.root
+	r := e.tackle("", "mcp", "add", "--scope", "user", "-e", "TACKLE_MCP_MARKER="+e.root, "every", "--", bin, "stdio")
+	if r.code != 0 || !strings.Contains(r.stdout, filepath.Join(e.root, "config", "tackle", "settings.json")) {
+		t.Fatalf("mcp add --scope user: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	var ids []string
+	for i := 0; i < 10; i++ {
+		var sess struct {
+			ID string `json:"id"`
+		}
+		e.json(&sess, "", "sessions", "new")
+		ids = append(ids, sess.ID)
+	}
+	for _, id := range ids {
+		e.waitMCP("every", connected, "--session", id)
+		res, r := e.callJSON("mcp__every__echo", map[string]any{"message": id}, "--session", id, "--permission-mode", "bypassPermissions")
+		if r.code != 0 || !strings.Contains(res.text(), id) {
+			t.Fatalf("echo in session %s: %d %+v", id, r.code, res)
+		}
+	}
+	var all []mcpServerJSON
+	e.json(&all, "", "mcp", "list", "--all")
+	if len(all) != 1 || len(all[0].Sessions) < 10 {
+		t.Fatalf("daemon-wide servers: %+v; want one shared by the ten sessions", all)
+	}
+	if pids := processesWith(t, marker); len(pids) != 1 {
+		t.Fatalf("ten sessions: want exactly one server process, have %v", pids)
+	}
+	if r := e.tackle("", "mcp", "remove", "every"); r.code != 0 {
+		t.Fatalf("mcp remove: %d %s", r.code, r.stderr)
+	}
+	if r := e.tackle("", "mcp", "get", "every"); r.code == 0 {
+		t.Fatalf("a removed server is still listed: %s", r.stdout)
+	}
+}
+
+func TestMCPServerKilledMidCall(t *testing.T) {
+	e := newEnv(t)
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	e.write("mcp.json", mustJSON(map[string]any{"mcpServers": map[string]any{
+		"slow": map[string]any{"command": bin, "args": []string{"stdio"}},
+	}}))
+	var sess struct {
+		ID string `json:"id"`
+	}
+	e.json(&sess, "", "sessions", "new", "--mcp-config", filepath.Join(e.project, "mcp.json"))
+	s := e.waitMCP("slow", connected, "--session", sess.ID)
+	if s.Scope != "session" {
+		t.Errorf("--mcp-config server scope %q, want session", s.Scope)
+	}
+
+	type out struct {
+		res resultJSON
+		r   runResult
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, r := e.callJSON("mcp__slow__trigger-long-running-operation", map[string]any{"duration": 30, "steps": 30},
+			"--session", sess.ID, "--permission-mode", "bypassPermissions")
+		done <- out{res, r}
+	}()
+	// Kill the server once the call is running on it (its progress reached the log).
+	attachUntil(t, e, sess.ID, func(ev map[string]any) bool {
+		return ev["type"] == "call_progress" || (ev["type"] == "call_state" && ev["state"] == "running")
+	})
+	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var o out
+	select {
+	case o = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call did not end after its server was killed")
+	}
+	if o.r.code != 1 || o.res.Status != "failed" || !strings.Contains(o.res.text(), "slow") || !strings.Contains(o.res.text(), "killed") {
+		t.Fatalf("call on a killed server: code %d %+v", o.r.code, o.res)
+	}
+	// The server is restarted and serves the next call; the killed call is not retried.
+	oldPID := s.PID
+	s2 := e.waitMCP("slow", func(s mcpServerJSON) bool { return connected(s) && s.PID != oldPID }, "--session", sess.ID)
+	if s2.Restarts < 1 {
+		t.Errorf("restarted server reports %d restarts", s2.Restarts)
+	}
+	res, r := e.callJSON("mcp__slow__echo", map[string]any{"message": "again"}, "--session", sess.ID, "--permission-mode", "bypassPermissions")
+	if r.code != 0 || !strings.Contains(res.text(), "again") {
+		t.Fatalf("echo after the restart: %d %+v", r.code, res)
+	}
+}
