@@ -34,10 +34,16 @@ type mcpLayer struct {
 	mu       sync.Mutex
 	problems map[string][]config.MCPProblem // by session id: the last configuration problems
 	warned   map[string]string              // by session id: the problems last reported as a notice
+	// opts caches each session's tool options (reading the settings stats
+	// every settings file: too slow for every call); resync drops them,
+	// and optsGen tells a toolOptions that raced with it not to store.
+	opts    map[string]*mcp.ToolOptions
+	optsGen uint64
 }
 
 func newMCPLayer(d *Daemon, logDir string) *mcpLayer {
-	l := &mcpLayer{d: d, problems: map[string][]config.MCPProblem{}, warned: map[string]string{}}
+	l := &mcpLayer{d: d, problems: map[string][]config.MCPProblem{}, warned: map[string]string{},
+		opts: map[string]*mcp.ToolOptions{}}
 	l.mgr = mcp.New(&mcp.Options{
 		LogDir:   logDir,
 		Logger:   d.log.Named("mcp"),
@@ -86,12 +92,17 @@ func (l *mcpLayer) release(sessionID string) {
 	l.mu.Lock()
 	delete(l.problems, sessionID)
 	delete(l.warned, sessionID)
+	delete(l.opts, sessionID)
 	l.mu.Unlock()
 }
 
 // resync re-reads the configuration of every loaded session (a settings
 // file, .mcp.json or ~/.claude.json changed, or a directory was trusted).
 func (l *mcpLayer) resync() {
+	l.mu.Lock()
+	clear(l.opts)
+	l.optsGen++
+	l.mu.Unlock()
 	for _, sess := range l.d.sessions.Loaded() {
 		l.sync(sess)
 	}
@@ -118,14 +129,27 @@ func (l *mcpLayer) changed(serverName string) {
 	}
 }
 
-// toolOptions are the MCP tool options of a session.
+// toolOptions are the MCP tool options of a session, from its settings
+// (cached until the settings change) and its environment.
 func (l *mcpLayer) toolOptions(sessionID string) *mcp.ToolOptions {
+	l.mu.Lock()
+	o, gen := l.opts[sessionID], l.optsGen
+	l.mu.Unlock()
+	if o != nil {
+		return o
+	}
 	sess, err := l.d.sessions.Get(context.Background(), sessionID)
 	if err != nil {
 		return nil
 	}
 	st := l.settings(sess)
-	return &mcp.ToolOptions{MaxOutputTokens: st.MaxOutputTokens, DefaultTimeout: st.ToolTimeout}
+	o = &mcp.ToolOptions{MaxOutputTokens: st.MaxOutputTokens, DefaultTimeout: st.ToolTimeout}
+	l.mu.Lock()
+	if l.optsGen == gen {
+		l.opts[sessionID] = o
+	}
+	l.mu.Unlock()
+	return o
 }
 
 // tools lists a session's MCP tools (for ListTools).

@@ -150,6 +150,23 @@ func TestMCPProjectServerNeedsTrustAndApproval(t *testing.T) {
 	if r.code != 0 || res.Status != "completed" || !strings.Contains(res.text(), "hi") {
 		t.Fatalf("echo: code %d %+v %s", r.code, res, r.stderr)
 	}
+	// A server's readOnlyHint does not allow a call by itself: nobody answers, it is denied.
+	res, r = e.callJSON("mcp__everything__echo", map[string]any{"message": "hi"}, "--permission-timeout", "1")
+	if r.code != 1 || res.Status != "denied" {
+		t.Fatalf("echo in default mode with nobody to answer: code %d %+v", r.code, res)
+	}
+	// A rule naming the server allows its tools.
+	settings := filepath.Join(e.root, "config", "tackle", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(`{"permissions":{"allow":["mcp__everything"]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	res, r = e.callJSON("mcp__everything__echo", map[string]any{"message": "ruled"})
+	if r.code != 0 || !strings.Contains(res.text(), "ruled") {
+		t.Fatalf("echo allowed by the rule mcp__everything: code %d %+v", r.code, res)
+	}
 	// The server's schema is enforced before the server sees the call.
 	res, r = e.callJSON("mcp__everything__echo", map[string]any{"msg": 1}, "--permission-mode", "bypassPermissions")
 	if r.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), "message") {
@@ -271,5 +288,70 @@ func TestMCPServerKilledMidCall(t *testing.T) {
 	res, r := e.callJSON("mcp__slow__echo", map[string]any{"message": "again"}, "--session", sess.ID, "--permission-mode", "bypassPermissions")
 	if r.code != 0 || !strings.Contains(res.text(), "again") {
 		t.Fatalf("echo after the restart: %d %+v", r.code, res)
+	}
+}
+
+func TestMCPConfigProblemsExpansionAndEvents(t *testing.T) {
+	e := newEnv(t)
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	// One good server, two broken entries: the broken ones are reported with
+	// their file and name, the good one runs.
+	e.write("mcp.json", `{"mcpServers":{
+  "good": {"command": "`+bin+`", "args": ["stdio"], "timeout": 700,
+           "env": {"FROM_SESSION": "${TACKLE_TEST_VALUE}", "DEFAULTED": "${TACKLE_TEST_UNSET:-fallback}", "LITERAL": "${TACKLE_TEST_UNSET}"}},
+  "nourltype": {"url": "http://127.0.0.1:1/mcp"},
+  "nocommand": {"type": "stdio"}
+}}`)
+	e.vars = append(e.vars, "TACKLE_TEST_VALUE=from-the-client")
+	var sess struct {
+		ID string `json:"id"`
+	}
+	e.json(&sess, "", "sessions", "new", "--mcp-config", filepath.Join(e.project, "mcp.json"))
+	r := e.tackle("", "mcp", "list", "--session", sess.ID)
+	if r.code != 0 || !strings.Contains(r.stderr, "nourltype") || !strings.Contains(r.stderr, "nocommand") || !strings.Contains(r.stderr, "mcp.json") {
+		t.Fatalf("mcp list with broken entries: code %d\nstdout %s\nstderr %s", r.code, r.stdout, r.stderr)
+	}
+	s := e.waitMCP("good", connected, "--session", sess.ID)
+
+	// The pool change reached the session's event log (server-everything
+	// also announces tools/list_changed right after it starts).
+	attachUntil(t, e, sess.ID, func(ev map[string]any) bool {
+		return ev["type"] == "tools_changed" && ev["text"] == "good"
+	})
+
+	// ${VAR} comes from the session's environment; an unset one without a
+	// default stays literal and is reported.
+	res, r := e.callJSON("mcp__good__get-env", map[string]any{}, "--session", sess.ID, "--permission-mode", "bypassPermissions")
+	if r.code != 0 {
+		t.Fatalf("get-env: %d %+v", r.code, res)
+	}
+	for _, want := range []string{`"FROM_SESSION": "from-the-client"`, `"DEFAULTED": "fallback"`, `"LITERAL": "${TACKLE_TEST_UNSET}"`} {
+		if !strings.Contains(res.text(), want) {
+			t.Errorf("server environment lacks %s:\n%.2000s", want, res.text())
+		}
+	}
+	var got mcpServerJSON
+	e.json(&got, "", "mcp", "get", "good", "--session", sess.ID)
+	if got.PID != s.PID || !strings.Contains(strings.Join(got.ToolNames, " "), "mcp__good__echo") {
+		t.Errorf("mcp get good: %+v", got)
+	}
+	r = e.tackle("", "mcp", "get", "good", "--session", sess.ID)
+	if !strings.Contains(r.stdout, "TACKLE_TEST_UNSET") {
+		t.Errorf("mcp get does not warn about the unset variable:\n%s", r.stdout)
+	}
+
+	// The per-server timeout (700 ms) ends a slow call with an error naming
+	// the server; the server stays connected.
+	res, r = e.callJSON("mcp__good__trigger-long-running-operation", map[string]any{"duration": 20, "steps": 4},
+		"--session", sess.ID, "--permission-mode", "bypassPermissions")
+	if r.code != 1 || res.Status != "failed" || !strings.Contains(res.text(), "timed out") || !strings.Contains(res.text(), "good") {
+		t.Fatalf("slow call past the server timeout: code %d %+v", r.code, res)
+	}
+	res, r = e.callJSON("mcp__good__echo", map[string]any{"message": "still here"}, "--session", sess.ID, "--permission-mode", "bypassPermissions")
+	if r.code != 0 || !strings.Contains(res.text(), "still here") {
+		t.Fatalf("echo after a timed-out call: %d %+v", r.code, res)
+	}
+	if got, _ := e.mcpServer("good", "--session", sess.ID); got.PID != s.PID {
+		t.Errorf("the server was restarted by a timeout: pid %d → %d", s.PID, got.PID)
 	}
 }

@@ -44,9 +44,15 @@ var coreScenarios = []string{
 	"auth/pre-registration",
 }
 
+// clientGivesUp are the scenarios whose server never lets the client
+// through: the client must stop trying and fail. In every other scenario
+// the client's calls must succeed (the suite does not check that).
+var clientGivesUp = []string{"auth/scope-retry-limit"}
+
 // TestConformance runs the MCP conformance suite's core client scenarios
 // against cmd/mcp-conformance-client, a client built on this package: every
-// scenario must pass every check, with no warnings.
+// scenario must pass every check, with no warnings, and the client's own
+// calls must succeed where the scenario lets them.
 func TestConformance(t *testing.T) {
 	suite := testpeers.Bin(t, "conformance")
 	nodeDir := testpeers.NodeBinDir(t)
@@ -73,12 +79,19 @@ func TestConformance(t *testing.T) {
 	cmd.Stderr = &out
 	start := time.Now()
 	runErr := cmd.Run()
+	if cmd.Process != nil {
+		// A client the suite gave up on may outlive it.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	t.Logf("conformance suite took %v", time.Since(start).Round(time.Millisecond))
 
 	summary, problems := judgeSuite(out.String())
 	problems = append(problems, failedChecks(t, results)...)
 	if runErr != nil {
 		problems = append(problems, fmt.Sprintf("the suite exited with %v", runErr))
+	}
+	if m := totalLineIn(summary); m != "" {
+		t.Logf("conformance (core): %s", m)
 	}
 	if len(problems) > 0 {
 		t.Errorf("MCP conformance suite (core) failed:\n  %s\n\n%s", strings.Join(problems, "\n  "), summary)
@@ -94,6 +107,16 @@ var (
 	// runStamp is the time the suite appends to a scenario's results directory.
 	runStamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
 )
+
+// totalLineIn returns the suite's "Total: ..." line, or "".
+func totalLineIn(summary string) string {
+	for line := range strings.Lines(summary) {
+		if line = strings.TrimSpace(line); totalLine.MatchString(line) {
+			return line
+		}
+	}
+	return ""
+}
 
 // judgeSuite finds the suite summary in its output and lists what is wrong
 // with it: a missing or unexpected scenario, a failed check, a scenario
@@ -165,7 +188,17 @@ func failedChecks(t *testing.T, dir string) []string {
 		}
 		scenario, _ := filepath.Rel(dir, filepath.Dir(path))
 		scenario = runStamp.ReplaceAllString(scenario, "")
+		stdout, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "stdout.txt"))
+		done := strings.Contains(string(stdout), "mcp-conformance-client: scenario "+scenario+" done")
 		bad := false
+		switch giveUp := slices.Contains(clientGivesUp, scenario); {
+		case giveUp && done:
+			bad = true
+			problems = append(problems, fmt.Sprintf("%s: the client succeeded where it should have given up", scenario))
+		case !giveUp && !done:
+			bad = true
+			problems = append(problems, fmt.Sprintf("%s: the client did not finish the scenario", scenario))
+		}
 		for _, c := range checks {
 			if c.Status == "FAILURE" || c.Status == "WARNING" {
 				bad = true

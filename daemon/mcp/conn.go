@@ -779,7 +779,7 @@ func (c *Conn) httpClient(g *generation) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &httpTransport{base: base, headers: c.cfg.Headers, g: g, server: c.cfg.Name}
+	hc.Transport = &httpTransport{base: base, headers: c.cfg.Headers, g: g, server: c.cfg.Name, oauth: c.m.opts.OAuthHandler != nil && c.transport() == "http"}
 	return &hc
 }
 

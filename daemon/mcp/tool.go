@@ -213,13 +213,12 @@ func (t *mcpTool) Attributes(json.RawMessage) tool.Attributes { return t.attrs }
 // Validate implements tool.Tool: the pipeline's schema check is all.
 func (t *mcpTool) Validate(context.Context, *tool.Call) error { return nil }
 
-// CheckPermission implements tool.Tool: an MCP call touches nothing tackle
-// can see; rules match it by name (mcp__srv, mcp__srv__*, mcp__srv__tool).
+// CheckPermission implements tool.Tool: an MCP call acts where tackle cannot
+// see, so a server's readOnlyHint never allows it by itself (hints are
+// untrusted): rules match it by name (mcp__srv, mcp__srv__*,
+// mcp__srv__tool), modes and hooks decide, else a person is asked.
 func (t *mcpTool) CheckPermission(context.Context, *tool.Call) (tool.Access, error) {
-	if t.attrs.ReadOnly {
-		return tool.Access{Kind: tool.AccessRead}, nil
-	}
-	return tool.Access{Kind: tool.AccessOther}, nil
+	return tool.Access{Kind: tool.AccessExternal}, nil
 }
 
 // errTimedOut is the cause of a call's context when its timeout expires.

@@ -57,7 +57,6 @@ func TestNewToolSpecAndAttributes(t *testing.T) {
 		alwaysLoad bool
 		opts       ToolOptions
 		want       tool.Attributes
-		access     tool.AccessKind
 	}{
 		{
 			name: "no annotations",
@@ -71,7 +70,6 @@ func TestNewToolSpecAndAttributes(t *testing.T) {
 			alwaysLoad: true,
 			opts:       ToolOptions{MaxOutputTokens: 1000},
 			want:       tool.Attributes{ReadOnly: true, ConcurrencySafe: true, Origin: "mcp:srv", MaxResultChars: 4000, ExactResultLimit: true},
-			access:     tool.AccessRead,
 		},
 		{
 			name: "destructive, with a size hint",
@@ -98,10 +96,8 @@ func TestNewToolSpecAndAttributes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := tc.access
-			if want == "" {
-				want = tool.AccessOther
-			}
+			// Hints are untrusted: every MCP tool is external, read-only or not.
+			want := tool.AccessExternal
 			if acc.Kind != want || acc.InsideWorkingDirs || acc.Specifier != "" {
 				t.Errorf("CheckPermission = %+v, want Kind %s and nothing else", acc, want)
 			}

@@ -235,6 +235,7 @@ type httpTransport struct {
 	headers map[string]string
 	g       *generation
 	server  string
+	oauth   bool // an OAuth handler authorises and retries 401/403 itself
 }
 
 // RoundTrip implements http.RoundTripper.
@@ -258,7 +259,17 @@ func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		t.record(rec, nil, &AuthError{Server: t.server, Status: resp.Status, Challenge: resp.Header.Get("WWW-Authenticate")})
+		ae := &AuthError{Server: t.server, Status: resp.Status, Challenge: resp.Header.Get("WWW-Authenticate")}
+		if t.oauth {
+			// The go-sdk authorises and retries: only a call that still
+			// fails (Do) or a failed connect counts it.
+			if rec != nil {
+				rec.set(nil, ae)
+			}
+			t.g.noteAuth(ae)
+		} else {
+			t.record(rec, nil, ae)
+		}
 	case code == http.StatusBadRequest || code == http.StatusNotFound || code >= 500:
 		if req.Method != http.MethodDelete {
 			t.record(rec, fmt.Errorf("%s %s: %s", req.Method, req.URL.Redacted(), resp.Status), nil)
@@ -416,6 +427,14 @@ func (g *generation) record(fault, auth error) {
 	if fault != nil && g.live.Load() {
 		g.breakWith(fault)
 	}
+}
+
+// noteAuth remembers the latest 401/403 of a generation whose OAuth handler
+// retries by itself: it explains a connect that still fails.
+func (g *generation) noteAuth(ae *AuthError) {
+	g.mu.Lock()
+	g.auth = ae
+	g.mu.Unlock()
 }
 
 func (g *generation) authErr() *AuthError {

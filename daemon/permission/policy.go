@@ -192,7 +192,7 @@ func (interim) Decide(_ context.Context, r Request) Decision {
 // command nor the network touches nothing outside (e.g. ToolSearch).
 func insideWorkingDirs(a tool.Access) bool {
 	switch a.Kind {
-	case tool.AccessExec, tool.AccessNetwork:
+	case tool.AccessExec, tool.AccessNetwork, tool.AccessExternal:
 		return false
 	}
 	if len(a.Paths) == 0 {
@@ -211,6 +211,11 @@ func askReason(r Request) string {
 		return fmt.Sprintf("%s touches a path outside the working directories: %s", r.Tool, r.Access.Paths[0])
 	case r.Access.Kind == tool.AccessEdit && len(r.Access.Paths) > 0:
 		return fmt.Sprintf("%s wants to change %s", r.Tool, r.Access.Paths[0])
+	case r.Access.Kind == tool.AccessExternal:
+		if r.Attrs.ReadOnly {
+			return fmt.Sprintf("%s is an MCP tool (its server says it is read-only; tackle cannot check that)", r.Tool)
+		}
+		return fmt.Sprintf("%s is an MCP tool that may change things", r.Tool)
 	}
 	return fmt.Sprintf("%s is not read-only", r.Tool)
 }

@@ -184,6 +184,10 @@ const (
 	AccessExec    AccessKind = "exec"    // runs commands
 	AccessNetwork AccessKind = "network" // reaches the network
 	AccessOther   AccessKind = "other"
+	// AccessExternal acts where tackle cannot see (an MCP server's tool):
+	// never allowed by the read-only check, whatever the tool's hints say;
+	// only a rule, a mode, a hook or a person allows it.
+	AccessExternal AccessKind = "external"
 )
 
 // Access describes what one call touches: the tool's own permission check

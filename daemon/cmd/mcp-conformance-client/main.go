@@ -10,9 +10,11 @@
 //
 // The suite names the scenario in MCP_CONFORMANCE_SCENARIO and passes its
 // parameters (e.g. a pre-registered OAuth client) as a JSON object in
-// MCP_CONFORMANCE_CONTEXT. The program exits 0 when the scenario's calls
-// succeeded and 1 with the error on stderr otherwise; the suite judges the
-// traffic, not the exit status.
+// MCP_CONFORMANCE_CONTEXT. When the scenario's calls succeeded the program
+// prints "mcp-conformance-client: scenario NAME done" and exits 0; otherwise
+// it exits 1 with the error on stderr. The suite judges the traffic, not the
+// exit status, so tests look for that line (the suite keeps each client's
+// stdout).
 //
 // It is a test harness, not part of tackled: it answers elicitation requests
 // by accepting the form as is (so the SDK fills in the schema's defaults) and
@@ -103,12 +105,14 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	err := run(ctx, os.Args[1], os.Getenv("MCP_CONFORMANCE_SCENARIO"), os.Getenv("MCP_CONFORMANCE_CONTEXT"))
+	name := os.Getenv("MCP_CONFORMANCE_SCENARIO")
+	err := run(ctx, os.Args[1], name, os.Getenv("MCP_CONFORMANCE_CONTEXT"))
 	cancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mcp-conformance-client: %v\n", err)
 		os.Exit(1)
 	}
+	fmt.Printf("mcp-conformance-client: scenario %s done\n", name)
 }
 
 // run plays scenario name against the server at serverURL.
