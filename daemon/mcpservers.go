@@ -63,6 +63,10 @@ func (l *mcpLayer) settings(sess *session.Session) config.MCPSettings {
 func (l *mcpLayer) sync(sess *session.Session) {
 	root := sess.Root()
 	servers, problems := l.d.loader.MCPServers(root, sess.Environ(), sess.MCPConfig(), l.d.trust.Trusted(root))
+	startup := l.settings(sess).StartupTimeout
+	for i := range servers {
+		servers[i].StartupTimeout = startup
+	}
 	l.mgr.Use(sess.ID(), servers, sess.WorkingDirs())
 	var lines []string
 	for _, p := range problems {

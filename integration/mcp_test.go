@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"bufio"
 	"bytes"
+	"io"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -353,5 +357,118 @@ func TestMCPConfigProblemsExpansionAndEvents(t *testing.T) {
 	}
 	if got, _ := e.mcpServer("good", "--session", sess.ID); got.PID != s.PID {
 		t.Errorf("the server was restarted by a timeout: pid %d → %d", s.PID, got.PID)
+	}
+}
+
+// startHTTPEverything runs server-everything's Streamable HTTP (mode
+// "streamableHttp", path /mcp) or SSE (mode "sse", path /sse) server on
+// port, in its own process group; stop kills the group and waits.
+func startHTTPEverything(t *testing.T, mode string, port int) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(testpeers.Bin(t, "mcp-server-everything"), mode)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}
+	t.Cleanup(stop)
+	// Wait until it listens: it says so on its output.
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), strconv.Itoa(port)) {
+				close(ready)
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, out)
+	}()
+	select {
+	case <-ready:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("server-everything %s did not start listening on %d", mode, port)
+	}
+	return stop
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func TestMCPHTTPServerRestartedOnTheSamePort(t *testing.T) {
+	e := newEnv(t)
+	port := freePort(t)
+	stop := startHTTPEverything(t, "streamableHttp", port)
+	ssePort := freePort(t)
+	startHTTPEverything(t, "sse", ssePort)
+	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp"
+	if r := e.tackle("", "mcp", "add", "--transport", "http", "-H", "X-Tackle-Test: yes", "web", url); r.code != 0 {
+		t.Fatalf("mcp add http: %d %s", r.code, r.stderr)
+	}
+	if r := e.tackle("", "mcp", "add", "--transport", "sse", "legacy", "http://127.0.0.1:"+strconv.Itoa(ssePort)+"/sse"); r.code != 0 {
+		t.Fatalf("mcp add sse: %d %s", r.code, r.stderr)
+	}
+	// Local scope lives in the untrusted project's .tackle/settings.local.json: trust it.
+	if r := e.tackle("", "trust"); r.code != 0 {
+		t.Fatalf("trust: %d %s", r.code, r.stderr)
+	}
+	e.waitMCP("web", connected)
+	e.waitMCP("legacy", connected)
+	for _, srv := range []string{"web", "legacy"} {
+		res, r := e.callJSON("mcp__"+srv+"__echo", map[string]any{"message": "over " + srv}, "--permission-mode", "bypassPermissions")
+		if r.code != 0 || !strings.Contains(res.text(), "over "+srv) {
+			t.Fatalf("echo over %s: %d %+v", srv, r.code, res)
+		}
+	}
+
+	// The HTTP server goes away: the call fails naming the server; the SSE server is not affected.
+	stop()
+	res, r := e.callJSON("mcp__web__echo", map[string]any{"message": "down"}, "--permission-mode", "bypassPermissions")
+	if r.code != 1 || !strings.Contains(res.text(), "web") {
+		t.Fatalf("echo while the server is down: %d %+v", r.code, res)
+	}
+	res, r = e.callJSON("mcp__legacy__echo", map[string]any{"message": "unaffected"}, "--permission-mode", "bypassPermissions")
+	if r.code != 0 || !strings.Contains(res.text(), "unaffected") {
+		t.Fatalf("the SSE server was affected: %d %+v", r.code, res)
+	}
+	// It comes back on the same port (a new process: its sessions are gone):
+	// tackle reconnects and re-initialises; a call is never retried, so at
+	// most one call may still fail.
+	startHTTPEverything(t, "streamableHttp", port)
+	var last resultJSON
+	ok := false
+	for i := 0; i < 3 && !ok; i++ {
+		if i > 0 {
+			e.waitMCP("web", connected)
+		}
+		last, r = e.callJSON("mcp__web__echo", map[string]any{"message": "back"}, "--permission-mode", "bypassPermissions")
+		ok = r.code == 0 && strings.Contains(last.text(), "back")
+		if !ok {
+			t.Logf("call %d after the restart: %+v", i, last)
+		}
+	}
+	if !ok {
+		t.Fatalf("echo after the HTTP server came back: %+v", last)
 	}
 }

@@ -208,6 +208,14 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown session", "", []string{"call", "Read", "{}", "--session", "no-such-session"}, "no-such-session"},
 		{"sessions show unknown", "", []string{"sessions", "show", "no-such-session"}, "not found"},
 		{"sessions new bad mode", "", []string{"sessions", "new", "--cwd", dir, "--permission-mode", "yolo"}, "--permission-mode"},
+		{"mcp add with neither URL nor command", "", []string{"mcp", "add", "x"}, "NAME URL"},
+		{"mcp add URL without transport", "", []string{"mcp", "add", "x", "http://127.0.0.1:9/mcp"}, "--transport http or sse"},
+		{"mcp add bad scope", "", []string{"mcp", "add", "--scope", "team", "x", "--", "true"}, "--scope"},
+		{"mcp add header on stdio", "", []string{"mcp", "add", "-H", "A: b", "x", "--", "true"}, "--header"},
+		{"mcp add bad env", "", []string{"mcp", "add", "-e", "NOEQUALS", "x", "--", "true"}, "K=V"},
+		{"mcp add-json not an object", "", []string{"mcp", "add-json", "x", "[1]"}, "JSON object"},
+		{"mcp approve nothing", "", []string{"mcp", "approve"}, "--all"},
+		{"mcp prompt bad argument", "", []string{"mcp", "prompt", "srv", "p", "novalue"}, "NAME=VALUE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

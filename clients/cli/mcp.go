@@ -82,7 +82,7 @@ func (a *app) listMcp(ctx context.Context, c *client.Client, sf *sessionFlags, a
 	}
 	resp, err := c.Service().ListMcpServers(ctx, &tacklev1.ListMcpServersRequest{SessionId: sid, Cwd: cwd, All: all})
 	if err != nil {
-		return nil, fmt.Errorf("listing MCP servers: %w", err)
+		return nil, fmt.Errorf("listing MCP servers: %w", client.Err(err))
 	}
 	return resp, nil
 }
@@ -356,7 +356,7 @@ func (a *app) addMcp(cmd *cobra.Command, f *mcpAddFlags, name, entry string) err
 			Cwd: dir, Scope: f.scope, Name: name, EntryJson: entry, Replace: f.replace,
 		})
 		if err != nil {
-			return fmt.Errorf("adding MCP server %q: %w", name, err)
+			return client.Err(err)
 		}
 		fmt.Fprintf(a.stdout, "Added MCP server %q (%s scope) to %s\n", name, f.scope, resp.GetPath())
 		if f.scope == "project" {
@@ -408,7 +408,7 @@ func (a *app) mcpRemoveCommand() *cobra.Command {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Service().RemoveMcpServer(ctx, &tacklev1.RemoveMcpServerRequest{Cwd: dir, Scope: scope, Name: args[0]})
 				if err != nil {
-					return fmt.Errorf("removing MCP server %q: %w", args[0], err)
+					return client.Err(err)
 				}
 				fmt.Fprintf(a.stdout, "Removed MCP server %q from %s\n", args[0], resp.GetPath())
 				return nil
@@ -434,7 +434,7 @@ func (a *app) mcpReconnectCommand() *cobra.Command {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Service().ReconnectMcpServer(ctx, &tacklev1.ReconnectMcpServerRequest{SessionId: sid, Cwd: cwd, Name: args[0]})
 				if err != nil {
-					return fmt.Errorf("reconnecting MCP server %q: %w", args[0], err)
+					return fmt.Errorf("reconnecting MCP server %q: %w", args[0], client.Err(err))
 				}
 				s := resp.GetServer()
 				fmt.Fprintf(a.stdout, "%s: %s\n", s.GetName(), s.GetState())
@@ -475,7 +475,7 @@ be trusted (tackle trust).`,
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Service().ApproveMcpServers(ctx, &tacklev1.ApproveMcpServersRequest{Cwd: dir, Names: args, All: all})
 				if err != nil {
-					return fmt.Errorf("approving MCP servers: %w", err)
+					return client.Err(err)
 				}
 				what := strings.Join(args, ", ")
 				if all {
@@ -508,7 +508,7 @@ func (a *app) mcpLogsCommand() *cobra.Command {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Service().ReadMcpLogs(ctx, &tacklev1.ReadMcpLogsRequest{SessionId: sid, Cwd: cwd, Name: args[0], TailBytes: tail})
 				if err != nil {
-					return fmt.Errorf("reading the log of MCP server %q: %w", args[0], err)
+					return fmt.Errorf("reading the log of MCP server %q: %w", args[0], client.Err(err))
 				}
 				if resp.GetTruncated() {
 					fmt.Fprintf(a.stderr, "tackle: showing the last %d bytes of %s\n", len(resp.GetData()), resp.GetPath())
@@ -555,7 +555,7 @@ func (a *app) mcpPromptsCommand() *cobra.Command {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				resp, err := c.Service().ListMcpPrompts(ctx, &tacklev1.ListMcpPromptsRequest{SessionId: sid, Cwd: cwd, Server: args[0]})
 				if err != nil {
-					return fmt.Errorf("listing the prompts of MCP server %q: %w", args[0], err)
+					return fmt.Errorf("listing the prompts of MCP server %q: %w", args[0], client.Err(err))
 				}
 				out := make([]promptJSON, 0, len(resp.GetPrompts()))
 				for _, p := range resp.GetPrompts() {
@@ -617,7 +617,7 @@ func (a *app) mcpPromptCommand() *cobra.Command {
 				defer cancel()
 				resp, err := c.Service().GetPrompt(ctx, req)
 				if err != nil {
-					return fmt.Errorf("rendering prompt %q of MCP server %q: %w", args[1], args[0], err)
+					return fmt.Errorf("rendering prompt %q of MCP server %q: %w", args[1], args[0], client.Err(err))
 				}
 				if asJSON {
 					type msg struct {

@@ -95,3 +95,8 @@ func (e *StreamError) Unwrap() error {
 	}
 	return nil
 }
+
+// Err converts an error of a Service() call as the Client's own methods
+// do: a gRPC status becomes its message, wrapped around ErrNotFound,
+// ErrInvalidArgument, ... for errors.Is.
+func Err(err error) error { return convertError(err) }

@@ -68,6 +68,10 @@ type MCPServer struct {
 	State string
 	// Warnings are non-fatal remarks, e.g. "${TOKEN} is not set (left as is)".
 	Warnings []string
+	// StartupTimeout bounds start and initialize (0: the connection
+	// manager's default). The caller sets it from MCPSettings; it is not
+	// part of the digest.
+	StartupTimeout time.Duration
 }
 
 // Digest is a hex sha256 over Name, Type, Command, Args, Env, URL, Headers

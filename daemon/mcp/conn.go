@@ -213,6 +213,15 @@ func (c *Conn) transport() string {
 	return c.cfg.Type
 }
 
+// startupTimeout bounds start + initialize + first listing: the server's
+// own setting, else the manager's.
+func (c *Conn) startupTimeout() time.Duration {
+	if c.cfg.StartupTimeout > 0 {
+		return c.cfg.StartupTimeout
+	}
+	return c.m.opts.StartupTimeout
+}
+
 // Name returns the server's configured name.
 func (c *Conn) Name() string { return c.cfg.Name }
 
@@ -319,7 +328,7 @@ func (c *Conn) Do(ctx context.Context, fn func(ctx context.Context, cs *mcpsdk.C
 
 // acquire waits for a live generation.
 func (c *Conn) acquire(ctx context.Context) (*generation, error) {
-	timer := time.NewTimer(c.m.opts.StartupTimeout)
+	timer := time.NewTimer(c.startupTimeout())
 	defer timer.Stop()
 	woke := false
 	for {
@@ -348,7 +357,7 @@ func (c *Conn) acquire(ctx context.Context) (*generation, error) {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for MCP server %q to connect: %w", c.cfg.Name, ctx.Err())
 		case <-timer.C:
-			return nil, &StateError{Server: c.cfg.Name, State: st, Err: fmt.Sprintf("still %s after %s", st, c.m.opts.StartupTimeout)}
+			return nil, &StateError{Server: c.cfg.Name, State: st, Err: fmt.Sprintf("still %s after %s", st, c.startupTimeout())}
 		case <-c.done:
 			return nil, &StateError{Server: c.cfg.Name, State: st, Err: "the connection was closed"}
 		}
@@ -480,7 +489,10 @@ func (c *Conn) close() {
 }
 
 // run is the supervisor: it connects, watches the live generation, and
-// restarts (stdio, with backoff) or reconnects (HTTP, for the next call).
+// restarts a process or reconnects to an HTTP or SSE server when the
+// connection breaks: at once, then with backoff (1 s doubling, 5 tries),
+// then Failed until Reconnect. A call to a failed HTTP or SSE server wakes
+// a reconnect at once (Conn.acquire).
 func (c *Conn) run() {
 	defer close(c.done)
 	tries := 0       // restart attempts since the last crash of a healthy server
@@ -574,7 +586,7 @@ func (c *Conn) run() {
 		var ae *AuthError
 		if errors.As(err, &ae) {
 			c.setState(NeedsAuth, ae.Error())
-		} else if crashed && c.transport() == "stdio" && tries < maxRestarts {
+		} else if crashed && tries < maxRestarts {
 			if !c.backoff(&tries, err) {
 				c.finish()
 				return
@@ -582,8 +594,8 @@ func (c *Conn) run() {
 			continue
 		} else {
 			msg := err.Error()
-			if crashed && c.transport() == "stdio" {
-				msg = fmt.Sprintf("%s (gave up after %d restarts; run `tackle mcp reconnect %s`)", msg, maxRestarts, c.cfg.Name)
+			if crashed {
+				msg = fmt.Sprintf("%s (gave up after %d %s; run `tackle mcp reconnect %s`)", msg, maxRestarts, c.retryWord(), c.cfg.Name)
 			}
 			c.setState(Failed, msg)
 		}
@@ -620,7 +632,7 @@ func (c *Conn) describe(cause error, status string) error {
 // Failed with a message saying so. It returns false when the Conn closes.
 func (c *Conn) backoff(tries *int, cause error) bool {
 	if *tries >= maxRestarts {
-		c.setState(Failed, fmt.Sprintf("%v (gave up after %d restarts; run `tackle mcp reconnect %s`)", cause, maxRestarts, c.cfg.Name))
+		c.setState(Failed, fmt.Sprintf("%v (gave up after %d %s; run `tackle mcp reconnect %s`)", cause, maxRestarts, c.retryWord(), c.cfg.Name))
 		if !c.waitWake(0) {
 			return false
 		}
@@ -629,11 +641,24 @@ func (c *Conn) backoff(tries *int, cause error) bool {
 	}
 	d := c.m.opts.Backoff << *tries
 	*tries++
-	c.setState(Failed, fmt.Sprintf("%v; restarting in %s (attempt %d of %d)", cause, d, *tries, maxRestarts))
+	verb := "restarting"
+	if c.transport() != "stdio" {
+		verb = "reconnecting"
+	}
+	c.setState(Failed, fmt.Sprintf("%v; %s in %s (attempt %d of %d)", cause, verb, d, *tries, maxRestarts))
 	if !c.waitWake(d) {
 		return false
 	}
 	return true
+}
+
+// retryWord names what a retry is: a restart of a process, a reconnect
+// to an HTTP or SSE server.
+func (c *Conn) retryWord() string {
+	if c.transport() == "stdio" {
+		return "restarts"
+	}
+	return "reconnects"
 }
 
 // waitWake waits for a reconnect request, or d when d > 0. It returns false
@@ -684,7 +709,7 @@ func (c *Conn) closeGen(g *generation) {
 // connect makes one attempt: start the process or open the HTTP session,
 // initialize, list tools, resources and prompts.
 func (c *Conn) connect() (*generation, error) {
-	timeout := c.m.opts.StartupTimeout
+	timeout := c.startupTimeout()
 	ctx, cancel := context.WithTimeout(c.ctx, timeout)
 	defer cancel()
 	g := newGeneration()
@@ -888,7 +913,7 @@ func (c *Conn) listChanged(cs *mcpsdk.ClientSession, kind string) {
 	}
 	go func() {
 		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(c.ctx, c.m.opts.StartupTimeout)
+		ctx, cancel := context.WithTimeout(c.ctx, c.startupTimeout())
 		defer cancel()
 		if err := c.refresh(ctx, cs, kind); err != nil {
 			if !errors.Is(err, errStale) && c.ctx.Err() == nil {

@@ -107,7 +107,12 @@ func (m *Manager) Lookup(sessionID, name string, opts *ToolOptions) (tool.Tool, 
 		return nil, false
 	}
 	for _, c := range m.Conns(sessionID) {
-		if !strings.HasPrefix(name, ToolNamePrefix+Sanitize(c.Name())+"__") || !offersTools(c.Status().State) {
+		if !strings.HasPrefix(name, ToolNamePrefix+Sanitize(c.Name())+"__") {
+			continue
+		}
+		// A failed HTTP or SSE server is reconnected for the next call
+		// (Conn.Do): its last tools stay callable.
+		if st := c.Status().State; !offersTools(st) && (st != Failed || c.Config().Type == "stdio") {
 			continue
 		}
 		for _, t := range c.Tools() {
