@@ -26,9 +26,16 @@ run: build ## build, start the daemon (auto-started by the CLI) and run real too
 	@mkdir -p tmp && printf 'hello\nworld\n' > tmp/demo.txt
 	@$(BIN)/tackle call Read '{"file_path":"$(CURDIR)/tmp/demo.txt"}' > /dev/null
 	@$(BIN)/tackle call Edit '{"file_path":"$(CURDIR)/tmp/demo.txt","old_string":"world","new_string":"tackle"}' --permission-mode acceptEdits
+	@echo; echo "== an MCP server for one session (server-everything over stdio, from testpeers/; make deps installs it)"
+	@bash scripts/npm-peers.sh
+	@printf '{"mcpServers":{"everything":{"command":"%s","args":["stdio"]}}}\n' "$(CURDIR)/testpeers/node_modules/.bin/mcp-server-everything" > tmp/mcp.json
+	@sid=$$($(BIN)/tackle sessions new --mcp-config tmp/mcp.json) && \
+	  echo "== tackle call mcp__everything__get-sum (session $$sid)" && \
+	  $(BIN)/tackle call mcp__everything__get-sum '{"a":2,"b":40}' --session $$sid --permission-mode bypassPermissions && \
+	  $(BIN)/tackle mcp list --session $$sid
 	@echo; echo "The daemon keeps running; stop it with: $(BIN)/tackle daemon stop"
 
-deps: ## install what the tests need (ripgrep, fd-find as oracles)
+deps: ## install what the tests need (ripgrep, fd-find as oracles; the npm MCP peers into testpeers/)
 	@bash scripts/deps.sh
 
 test: deps tools ## run every test (unit, daemon, CLI, integration)

@@ -177,6 +177,15 @@ func (l *mcpLayer) lookup(sessionID, name string) (tool.Tool, bool) {
 			continue
 		}
 		st := c.Status()
+		if st.State == mcp.Pending || st.State == mcp.Connecting {
+			// The server is starting (a session that was just created, a
+			// restart): wait for it, bounded by its startup timeout.
+			_ = c.Do(context.Background(), func(context.Context, *mcpsdk.ClientSession) error { return nil })
+			if t, ok := l.mgr.Lookup(sessionID, name, l.toolOptions(sessionID)); ok {
+				return t, true
+			}
+			st = c.Status()
+		}
 		msg := fmt.Sprintf("Error: MCP server %q has no tool %q.", c.Name(), strings.TrimPrefix(name, prefix))
 		if st.State != mcp.Connected {
 			msg = fmt.Sprintf("Error: MCP server %q is %s", c.Name(), st.State)

@@ -219,8 +219,10 @@ func TestMCPOneProcessForTenSessions(t *testing.T) {
 		e.json(&sess, "", "sessions", "new")
 		ids = append(ids, sess.ID)
 	}
-	for _, id := range ids {
-		e.waitMCP("every", connected, "--session", id)
+	for i, id := range ids {
+		if i > 0 { // the first call does not wait: it waits for the server to connect
+			e.waitMCP("every", connected, "--session", id)
+		}
 		res, r := e.callJSON("mcp__every__echo", map[string]any{"message": id}, "--session", id, "--permission-mode", "bypassPermissions")
 		if r.code != 0 || !strings.Contains(res.text(), id) {
 			t.Fatalf("echo in session %s: %d %+v", id, r.code, res)
