@@ -143,11 +143,26 @@ func BenchmarkBashTrueDirect(b *testing.B) {
 	reportP50(b, durs)
 }
 
+// daemonProfileEnv names a file for the CPU profile of the tackled that
+// benchCallProcess starts (the last benchmark run's profile stays there):
+//
+//	TACKLE_BENCH_DAEMON_CPUPROFILE=/tmp/d.prof go test -run '^$' -bench MCPEchoStdioTackle ./integration/
+const daemonProfileEnv = "TACKLE_BENCH_DAEMON_CPUPROFILE"
+
 // benchCallProcess starts a real tackled in another process and measures
 // one call a turn on an open Attach stream, from RunBatch to the call's
 // result event. setup gets a fresh directory (the session's cwd) and returns
 // the tool, its input and the batch's permission mode.
 func benchCallProcess(b *testing.B, setup func(root string) (name, input, mode string)) {
+	benchCallProcessReady(b, setup, nil)
+}
+
+// benchCallProcessReady is benchCallProcess with a wait before the timed
+// calls: ready gets the session and the next live event of its stream (an
+// MCP server connecting announces tools_changed) and returns once the tool
+// can be called.
+func benchCallProcessReady(b *testing.B, setup func(root string) (name, input, mode string),
+	ready func(ctx context.Context, svc tacklev1.TackleServiceClient, id string, next func() *tacklev1.Event)) {
 	root, err := os.MkdirTemp("", "tkb")
 	if err != nil {
 		b.Fatal(err)
@@ -155,7 +170,11 @@ func benchCallProcess(b *testing.B, setup func(root string) (name, input, mode s
 	b.Cleanup(func() { os.RemoveAll(root) })
 	path := filepath.Join(root, "tackled.sock")
 	name, input, mode := setup(root)
-	cmd := exec.Command(filepath.Join(binDir, "tackled"), "--socket", path, "--state-dir", filepath.Join(root, "state"), "--log-level", "error")
+	args := []string{"--socket", path, "--state-dir", filepath.Join(root, "state"), "--log-level", "error"}
+	if prof := os.Getenv(daemonProfileEnv); prof != "" {
+		args = append(args, "--cpuprofile", prof)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "tackled"), args...)
 	cmd.Env = []string{"HOME=" + root, "XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
 	startProcess(b, cmd, path)
 
@@ -190,6 +209,9 @@ func benchCallProcess(b *testing.B, setup func(root string) (name, input, mode s
 	recv() // welcome
 	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, LiveOnly: true}}})
 	recv() // snapshot
+	if ready != nil {
+		ready(ctx, svc, id, func() *tacklev1.Event { return recv().GetEvent() })
+	}
 	durs := make([]time.Duration, 0, b.N)
 	cpu0 := procCPU(cmd.Process.Pid)
 	b.ResetTimer()

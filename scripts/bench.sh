@@ -18,6 +18,8 @@ run -bench 'ParallelBatch|SerialBatch' -benchtime 5x ./daemon/dispatch/
 run -bench 'DecideCompoundBash' -benchtime 20000x ./daemon/permission/
 run -bench 'NoHooks' -benchtime 200000x ./daemon/hook/
 run -bench 'NoopCommandHook' -benchtime 300x ./daemon/hook/
+run -bench 'MCPEcho' -benchtime 500x -count 3 ./integration/
+run -bench 'StartTen' -benchtime 3x ./daemon/mcp/
 python3 - "$out" <<'PY'
 import re, sys
 import statistics
@@ -71,6 +73,16 @@ if g("BenchmarkNoHooks/stage", "ns/op"):
     rows.append(("Hook stage of a call with no hooks configured", f"{g('BenchmarkNoHooks/stage','ns/op'):.0f} ns", "", "", "≤ 1 µs"))
 if g("BenchmarkNoopCommandHook", "ns/op"):
     rows.append(("A no-op command hook (sh) added to a call", f"{g('BenchmarkNoopCommandHook','ns/op')/1e6:.2f} ms", "", "", "≤ 5 ms"))
+for kind in ["Stdio", "HTTP"]:
+    t, d = g(f"BenchmarkMCPEcho{kind}Tackle", "p50-µs"), g(f"BenchmarkMCPEcho{kind}Direct", "p50-µs")
+    if t and d:
+        rows.append((f"MCP echo (server-everything, {kind.lower()}) through tackled vs a go-sdk client in-process (p50, median of 3 runs (range); tackled's CPU per call)",
+                     f"{t:.0f} µs{spread(f'BenchmarkMCPEcho{kind}Tackle', 'p50-µs')}; {g(f'BenchmarkMCPEcho{kind}Tackle', 'daemon-cpu-µs/op'):.0f} µs CPU",
+                     f"{d:.0f} µs{spread(f'BenchmarkMCPEcho{kind}Direct', 'p50-µs')}", f"{t/d:.2f}", "≤ 1.2"))
+for n, label in [("BenchmarkStartTen", "server-everything (node)"), ("BenchmarkStartTenLight", "a light Go server")]:
+    if g(n, "ten/one") is not None:
+        rows.append((f"Ten stdio MCP servers started together vs one alone, {label}: all connected (ten/floor: over max(one, ten servers' CPU ({g(n,'server-cpu-ms'):.0f} ms each) / cores) = {g(n,'ten/floor'):.2f})",
+                     f"{g(n,'ms-ten'):.0f} ms", f"{g(n,'ms-one'):.0f} ms", f"{g(n,'ten/one'):.2f}", "≤ 1.5"))
 if g("BenchmarkIdleRSS", "fresh-MB"):
     rows.append(("Idle daemon RSS: fresh / idle again after a batch of 1000 Reads (peak during it)",
                  f"{g('BenchmarkIdleRSS','fresh-MB'):.1f} / {g('BenchmarkIdleRSS','idle-MB'):.1f} MB ({g('BenchmarkIdleRSS','after-MB'):.1f})", "", "", "≤ 30 MB"))

@@ -1,0 +1,190 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/testpeers"
+)
+
+// The MCP benchmarks call server-everything's echo tool: through tackled
+// (client → daemon → pipeline → MCP connection → server and back, measured
+// like BenchmarkReadProcess) and, as the baseline, from a go-sdk client in
+// the benchmark process. Each pair runs the same server binary in the same
+// transport; the issue's goal is a p50 ratio tackle/direct ≤ 1.2.
+
+// BenchmarkMCPEchoStdioTackle calls echo of a stdio server-everything
+// configured in the user's settings, through the real tackled.
+func BenchmarkMCPEchoStdioTackle(b *testing.B) {
+	bin := testpeers.Bin(b, "mcp-server-everything")
+	benchMCPTackle(b, map[string]any{"command": bin, "args": []string{"stdio"}})
+}
+
+// BenchmarkMCPEchoStdioDirect is the baseline of
+// BenchmarkMCPEchoStdioTackle: a go-sdk client in this process calling a
+// stdio server-everything it started.
+func BenchmarkMCPEchoStdioDirect(b *testing.B) {
+	bin := testpeers.Bin(b, "mcp-server-everything")
+	benchMCPDirect(b, &mcpsdk.CommandTransport{Command: exec.Command(bin, "stdio")})
+}
+
+// BenchmarkMCPEchoHTTPTackle calls echo of server-everything in
+// streamable HTTP mode through the real tackled.
+func BenchmarkMCPEchoHTTPTackle(b *testing.B) {
+	url := startEverythingHTTP(b)
+	benchMCPTackle(b, map[string]any{"type": "http", "url": url})
+}
+
+// BenchmarkMCPEchoHTTPDirect is the baseline of BenchmarkMCPEchoHTTPTackle:
+// a go-sdk streamable HTTP client in this process.
+func BenchmarkMCPEchoHTTPDirect(b *testing.B) {
+	url := startEverythingHTTP(b)
+	benchMCPDirect(b, &mcpsdk.StreamableClientTransport{Endpoint: url})
+}
+
+// echoInput is what every echo call sends.
+const echoInput = `{"message":"hello from the benchmark"}`
+
+// benchMCPTackle configures entry as the user-scope MCP server
+// "everything" of a fresh tackled, waits until it is connected and
+// measures mcp__everything__echo calls (bypassPermissions: nobody is asked).
+func benchMCPTackle(b *testing.B, entry map[string]any) {
+	setup := func(root string) (string, string, string) {
+		cfg := filepath.Join(root, "config", "tackle", "settings.json")
+		if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		settings := mustJSON(map[string]any{"mcpServers": map[string]any{"everything": entry}})
+		if err := os.WriteFile(cfg, []byte(settings), 0o600); err != nil {
+			b.Fatal(err)
+		}
+		return "mcp__everything__echo", echoInput, "bypassPermissions"
+	}
+	benchCallProcessReady(b, setup, waitMCPConnected(b, "everything"))
+}
+
+// waitMCPConnected returns a benchCallProcessReady wait for the session's
+// server name to be connected with its tools listed: it checks the
+// server's state, then again at every tools_changed event.
+func waitMCPConnected(b *testing.B, name string) func(context.Context, tacklev1.TackleServiceClient, string, func() *tacklev1.Event) {
+	return func(ctx context.Context, svc tacklev1.TackleServiceClient, id string, next func() *tacklev1.Event) {
+		for {
+			res, err := svc.ListMcpServers(ctx, &tacklev1.ListMcpServersRequest{SessionId: id})
+			if err != nil {
+				b.Fatalf("listing MCP servers: %v", err)
+			}
+			for _, s := range res.GetServers() {
+				if s.GetName() != name {
+					continue
+				}
+				switch s.GetState() {
+				case "connected":
+					if s.GetTools() > 0 {
+						return
+					}
+				case "failed", "needs-approval", "needs-auth", "disabled":
+					b.Fatalf("MCP server %s: %s %s", name, s.GetState(), s.GetError())
+				}
+			}
+			for next().GetType() != "tools_changed" {
+			}
+		}
+	}
+}
+
+// benchMCPDirect connects a go-sdk client through t and measures echo calls.
+func benchMCPDirect(b *testing.B, t mcpsdk.Transport) {
+	ctx := context.Background()
+	client := mcpsdk.NewClient(&mcpsdk.Implementation{Name: "bench", Version: "1"}, nil)
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(cctx, t, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cs.Close() })
+	params := &mcpsdk.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "hello from the benchmark"}}
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		res, err := cs.CallTool(ctx, params)
+		if err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(start))
+		if res.IsError || len(res.Content) == 0 {
+			b.Fatalf("echo: %+v", res)
+		}
+	}
+	b.StopTimer()
+	reportP50(b, durs)
+}
+
+// startEverythingHTTP runs server-everything in streamable HTTP mode on a
+// free port until the benchmark ends and returns its endpoint.
+func startEverythingHTTP(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	cmd := exec.Command(testpeers.Bin(b, "mcp-server-everything"), "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	w.Close()
+	ready := make(chan bool, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer r.Close()
+		sc := bufio.NewScanner(r)
+		said := false
+		for sc.Scan() { // drains the output to the end
+			if !said && strings.Contains(sc.Text(), "port "+strconv.Itoa(port)) {
+				said = true
+				ready <- !strings.Contains(sc.Text(), "in use")
+			}
+		}
+		if !said {
+			ready <- false
+		}
+	}()
+	b.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		<-done
+	})
+	select {
+	case ok := <-ready:
+		if !ok {
+			b.Fatalf("server-everything streamableHttp did not start on port %d", port)
+		}
+	case <-time.After(60 * time.Second):
+		b.Fatal("server-everything streamableHttp did not say it listens")
+	}
+	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+}
