@@ -225,6 +225,27 @@ func TestEmptyAndNullFiles(t *testing.T) {
 
 // waitFor reads Changes until Load(project) satisfies ok, or fails after a
 // generous timeout.
+// runLoader runs l's watcher until the test ends and waits until it is ready.
+func runLoader(t *testing.T, l *Loader) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var runErr error
+	go func() {
+		defer wg.Done()
+		runErr = l.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if runErr != nil {
+			t.Errorf("Run: %v", runErr)
+		}
+	})
+	<-l.Ready()
+}
+
 func waitFor(t *testing.T, l *Loader, project string, ok func(*Settings) bool) {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
@@ -250,22 +271,7 @@ func TestRunSeesChanges(t *testing.T) {
 	write(t, user, `{"permissions":{"allow":["Read"]}}`)
 	e.l.Load(e.project)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var runErr error
-	go func() {
-		defer wg.Done()
-		runErr = e.l.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-		if runErr != nil {
-			t.Errorf("Run: %v", runErr)
-		}
-	}()
-	<-e.l.Ready()
+	runLoader(t, e.l)
 
 	// A change to an existing file.
 	write(t, user, `{"permissions":{"allow":["Grep"]}}`)

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -793,22 +792,7 @@ func TestMCPWatch(t *testing.T) {
 	e := newEnv(t)
 	write(t, e.mcpJSON(), mcpFile(`"p":`+stdio("p1")))
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var runErr error
-	go func() {
-		defer wg.Done()
-		runErr = e.l.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-		if runErr != nil {
-			t.Errorf("Run: %v", runErr)
-		}
-	}()
-	<-e.l.Ready()
+	runLoader(t, e.l)
 	// MCPServers after Run started: its directories are added to the watch
 	// before it returns.
 	if got, _ := e.l.MCPServers(e.project, nil, nil, true); len(got) != 1 || got[0].Command != "p1" {

@@ -78,6 +78,20 @@ func (s *Server) mcp() (MCP, error) {
 	return s.opts.MCP, nil
 }
 
+// mcpSession returns the MCP layer and the session of a request (its id,
+// else the default session of cwd).
+func (s *Server) mcpSession(ctx context.Context, id, cwd string) (MCP, *session.Session, error) {
+	m, err := s.mcp()
+	if err != nil {
+		return nil, nil, err
+	}
+	sess, err := s.explainSession(ctx, id, cwd)
+	if err != nil {
+		return nil, nil, toStatus(err)
+	}
+	return m, sess, nil
+}
+
 func mcpServerToProto(m MCPServer) *tacklev1.McpServer {
 	out := &tacklev1.McpServer{
 		Name: m.Name, Scope: m.Scope, Source: m.Source, Transport: m.Transport, Target: m.Target,
@@ -167,13 +181,9 @@ func (s *Server) RemoveMcpServer(_ context.Context, req *tacklev1.RemoveMcpServe
 
 // ReconnectMcpServer implements TackleService.
 func (s *Server) ReconnectMcpServer(ctx context.Context, req *tacklev1.ReconnectMcpServerRequest) (*tacklev1.ReconnectMcpServerResponse, error) {
-	m, err := s.mcp()
+	m, sess, err := s.mcpSession(ctx, req.GetSessionId(), req.GetCwd())
 	if err != nil {
 		return nil, err
-	}
-	sess, err := s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
-	if err != nil {
-		return nil, toStatus(err)
 	}
 	srv, err := m.Reconnect(ctx, sess, req.GetName())
 	if err != nil {
@@ -204,13 +214,9 @@ func (s *Server) ApproveMcpServers(_ context.Context, req *tacklev1.ApproveMcpSe
 
 // ReadMcpLogs implements TackleService.
 func (s *Server) ReadMcpLogs(ctx context.Context, req *tacklev1.ReadMcpLogsRequest) (*tacklev1.ReadMcpLogsResponse, error) {
-	m, err := s.mcp()
+	m, sess, err := s.mcpSession(ctx, req.GetSessionId(), req.GetCwd())
 	if err != nil {
 		return nil, err
-	}
-	sess, err := s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
-	if err != nil {
-		return nil, toStatus(err)
 	}
 	tail := req.GetTailBytes()
 	if tail <= 0 {
@@ -226,13 +232,9 @@ func (s *Server) ReadMcpLogs(ctx context.Context, req *tacklev1.ReadMcpLogsReque
 
 // ListMcpPrompts implements TackleService.
 func (s *Server) ListMcpPrompts(ctx context.Context, req *tacklev1.ListMcpPromptsRequest) (*tacklev1.ListMcpPromptsResponse, error) {
-	m, err := s.mcp()
+	m, sess, err := s.mcpSession(ctx, req.GetSessionId(), req.GetCwd())
 	if err != nil {
 		return nil, err
-	}
-	sess, err := s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
-	if err != nil {
-		return nil, toStatus(err)
 	}
 	prompts, err := m.Prompts(ctx, sess, req.GetServer())
 	if err != nil {
@@ -251,13 +253,9 @@ func (s *Server) ListMcpPrompts(ctx context.Context, req *tacklev1.ListMcpPrompt
 
 // GetPrompt implements TackleService.
 func (s *Server) GetPrompt(ctx context.Context, req *tacklev1.GetPromptRequest) (*tacklev1.GetPromptResponse, error) {
-	m, err := s.mcp()
+	m, sess, err := s.mcpSession(ctx, req.GetSessionId(), req.GetCwd())
 	if err != nil {
 		return nil, err
-	}
-	sess, err := s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
-	if err != nil {
-		return nil, toStatus(err)
 	}
 	desc, msgs, err := m.GetPrompt(ctx, sess, req.GetServer(), req.GetName(), req.GetArguments())
 	if err != nil {
