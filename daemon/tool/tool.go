@@ -88,7 +88,16 @@ type Call struct {
 	// pipeline never reads it; a tool must check it still belongs to Input
 	// (the pipeline replaces Input when a hook or a person edits it).
 	Memo any
+	// Nested, if set, runs another tool call through the same pipeline
+	// (validation, hooks, permission in the parent turn's mode — a person
+	// may be asked) as part of this call: the Skill tool's !`cmd` lines.
+	Nested NestedFunc
 }
+
+// NestedFunc runs a tool call through the pipeline and returns its result:
+// Content and IsError as the model would get them, Display the final status
+// (completed, failed, invalid, denied, blocked, cancelled).
+type NestedFunc func(ctx context.Context, name string, input json.RawMessage) (*Result, error)
 
 // Env is the part of a session that a tool may see. Implementations are safe
 // for concurrent use. Changes go through a Result's Modifier, never through Env.
