@@ -70,6 +70,13 @@ type Options struct {
 	// (session, project or user); nil saves nothing. It is called once per
 	// rule of the decision's AlwaysRules.
 	SaveAlways func(s Session, scope, rule string) error
+	// Unloaded, if set, reports whether t is a deferred tool the session
+	// has not loaded. Such a call runs when its input passes the schema
+	// (and the tool is loaded through Load); when it does not, the error
+	// tells the model to load the schema with ToolSearch.
+	Unloaded func(sessionID string, t tool.Tool) bool
+	// Load records that the session loaded the deferred tool name.
+	Load func(sessionID, name string)
 	// Lookup, if set, finds the tools a session has beyond the registry's
 	// (its MCP servers' tools); it is asked only when the registry has no
 	// tool of that name.
@@ -423,6 +430,28 @@ type prepared struct {
 	safe    bool            // schema-valid and concurrency-safe
 }
 
+// nested returns the tool.Call.Nested of the calls of turn t: a nested call
+// is a turn of its own in the same session, in t's permission mode and
+// with t's ask timeout, whose events go to the session's log like any
+// other; cancelling the parent call cancels it.
+func (d *Dispatcher) nested(s Session, t *Turn) tool.NestedFunc {
+	return func(ctx context.Context, name string, input json.RawMessage) (*tool.Result, error) {
+		rs := d.RunTurn(ctx, s, Turn{
+			ClientID:                 t.ClientID,
+			Calls:                    []event.CallInfo{{Name: name, Input: input}},
+			PermissionMode:           t.PermissionMode,
+			ResolveMode:              t.ResolveMode,
+			PermissionTimeout:        t.PermissionTimeout,
+			ResolvePermissionTimeout: t.ResolvePermissionTimeout,
+		})
+		if len(rs) != 1 || rs[0] == nil {
+			return nil, fmt.Errorf("running %s: no result", name)
+		}
+		r := rs[0]
+		return &tool.Result{Content: r.Content, IsError: r.IsError, Display: r.Status, Structured: r.Structured}, nil
+	}
+}
+
 // lookup finds a tool by name: the registry's first, then the session's own.
 func (d *Dispatcher) lookup(sessionID, name string) (tool.Tool, bool) {
 	if t, ok := d.reg.Lookup(name); ok {
@@ -450,6 +479,17 @@ func (d *Dispatcher) prepare(tr *turnRun) []*prepared {
 		}
 		p.tool = t
 		p.input, p.invalid = d.checkInput(t, cr.info.Name, cr.info.Input)
+		if d.opts.Unloaded != nil && d.opts.Unloaded(tr.sessionID, t) {
+			// A deferred tool the model has not loaded: it runs when its
+			// input passes the schema (and is loaded from then on); else
+			// the model is told to load the schema first.
+			if p.invalid != "" {
+				p.invalid = toolUseError(fmt.Sprintf("%s\n\n%s is a deferred tool whose schema was not loaded: load it first with ToolSearch, query \"select:%s\", then call it again.",
+					strings.TrimSuffix(strings.TrimPrefix(p.invalid, "<tool_use_error>"), "</tool_use_error>"), cr.info.Name, cr.info.Name))
+			} else if d.opts.Load != nil {
+				d.opts.Load(tr.sessionID, t.Spec().Name)
+			}
+		}
 		if p.invalid == "" {
 			a, err := d.attributes(t, p.input)
 			p.safe = err == nil && a.ConcurrencySafe
@@ -527,7 +567,7 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 	if p.invalid != "" {
 		return text(event.StatusInvalid, p.invalid), nil
 	}
-	call := &tool.Call{ID: cr.info.ID, Name: name, Input: p.input, Env: s}
+	call := &tool.Call{ID: cr.info.ID, Name: name, Input: p.input, Env: s, Nested: d.nested(s, t)}
 	if msg := d.toolValidate(ctx, p.tool, call, cr); msg != "" {
 		if ctx.Err() != nil {
 			return cancelled(), nil

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,75 @@ func (m *Manager) AddSessionRule(ctx context.Context, sessionID, rule string) er
 // SessionRules returns the session's own permission rules, oldest first.
 func (m *Manager) SessionRules(ctx context.Context, sessionID string) ([]string, error) {
 	return m.st.SessionRules(ctx, sessionID)
+}
+
+// Loaded reports whether the session has loaded the deferred tool name
+// (ToolSearch, LoadTools, or a call that passed its schema). A database
+// error counts as not loaded (the model is told to load it, nothing more).
+func (s *Session) Loaded(name string) bool {
+	s.loadedMu.Lock()
+	defer s.loadedMu.Unlock()
+	if err := s.readLoadedLocked(); err != nil {
+		return false
+	}
+	return s.loaded[name]
+}
+
+// LoadedTools returns the names of the deferred tools the session loaded.
+func (s *Session) LoadedTools() []string {
+	s.loadedMu.Lock()
+	defer s.loadedMu.Unlock()
+	if err := s.readLoadedLocked(); err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(s.loaded))
+	for n := range s.loaded {
+		out = append(out, n)
+	}
+	return out
+}
+
+func (s *Session) readLoadedLocked() error {
+	if s.loaded != nil {
+		return nil
+	}
+	names, err := s.m.st.LoadedTools(context.Background(), s.id)
+	if err != nil {
+		s.log.Error("reading the session's loaded tools", "error", err)
+		return err
+	}
+	s.loaded = make(map[string]bool, len(names))
+	for _, n := range names {
+		s.loaded[n] = true
+	}
+	return nil
+}
+
+// LoadTools marks deferred tools as loaded for the rest of the session
+// (stored: they stay loaded across daemon restarts). It returns the names
+// that were not loaded before.
+func (s *Session) LoadTools(names []string) ([]string, error) {
+	s.loadedMu.Lock()
+	defer s.loadedMu.Unlock()
+	if err := s.readLoadedLocked(); err != nil {
+		return nil, err
+	}
+	var added []string
+	for _, n := range names {
+		if n != "" && !s.loaded[n] && !slices.Contains(added, n) {
+			added = append(added, n)
+		}
+	}
+	if len(added) == 0 {
+		return nil, nil
+	}
+	if err := s.m.st.AddLoadedTools(context.Background(), s.id, added); err != nil {
+		return nil, fmt.Errorf("recording loaded tools of session %s: %w", s.id, err)
+	}
+	for _, n := range added {
+		s.loaded[n] = true
+	}
+	return added, nil
 }
 
 // RecoverText is the result text of a call that a daemon restart ended.

@@ -34,6 +34,9 @@ type Session struct {
 	mu    sync.RWMutex // guards the fields below; held across the database write of a change
 	row   store.SessionRow
 	files map[string]tool.FileState // by cleaned path
+
+	loadedMu sync.Mutex      // guards loaded
+	loaded   map[string]bool // deferred tools loaded; nil until read from the database
 }
 
 var (

@@ -111,6 +111,16 @@ CREATE TABLE open_turns (
 	`
 ALTER TABLE sessions ADD COLUMN mcp_config TEXT NOT NULL DEFAULT '[]';
 `,
+	// 6: the deferred tools a session has loaded (ToolSearch, LoadTools, or
+	// a call that passed the tool's schema): they stay loaded.
+	`
+CREATE TABLE loaded_tools (
+	session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+	name       TEXT NOT NULL,
+	loaded_at  INTEGER NOT NULL, -- unix nanoseconds
+	PRIMARY KEY (session_id, name)
+) WITHOUT ROWID;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -122,6 +122,50 @@ func (s *Store) SessionRules(ctx context.Context, sessionID string) ([]string, e
 	return out, nil
 }
 
+// AddLoadedTools records deferred tools a session loaded; names already
+// loaded are ignored.
+func (s *Store) AddLoadedTools(ctx context.Context, sessionID string, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.explain("recording loaded tools in", err)
+	}
+	defer tx.Rollback()
+	now := time.Now().UnixNano()
+	for _, n := range names {
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO loaded_tools (session_id, name, loaded_at) VALUES (?, ?, ?)`, sessionID, n, now); err != nil {
+			return s.explain("recording loaded tools in", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.explain("recording loaded tools in", err)
+	}
+	return nil
+}
+
+// LoadedTools returns the deferred tools a session loaded, in load order.
+func (s *Store) LoadedTools(ctx context.Context, sessionID string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name FROM loaded_tools WHERE session_id = ? ORDER BY loaded_at, name`, sessionID)
+	if err != nil {
+		return nil, s.explain("reading loaded tools from", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, s.explain("reading loaded tools from", err)
+		}
+		out = append(out, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.explain("reading loaded tools from", err)
+	}
+	return out, nil
+}
+
 // OpenTurn is a turn whose turn_started event is stored but whose
 // turn_ended event is not: after a crash, a turn that never ended.
 type OpenTurn struct {
