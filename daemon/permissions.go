@@ -39,9 +39,78 @@ type perms struct {
 
 	mu      sync.Mutex
 	session map[string][]permission.Rule // by session id
+	grants  map[string][]grant           // by session id: a skill's allowed-tools, until the turn ends
 }
 
-func newPerms(d *Daemon) *perms { return &perms{d: d, session: map[string][]permission.Rule{}} }
+// grant is a temporary allow rule: a skill's allowed-tools, in force until
+// the client's next end of turn or until, whichever comes first.
+type grant struct {
+	rule  permission.Rule
+	until time.Time
+}
+
+// grantLifetime bounds a skill's allowed-tools when no client ends the turn.
+const grantLifetime = 10 * time.Minute
+
+func newPerms(d *Daemon) *perms {
+	return &perms{d: d, session: map[string][]permission.Rule{}, grants: map[string][]grant{}}
+}
+
+// grant adds a skill's allowed-tools as allow rules of the session until
+// its next end of turn (or 10 minutes). A rule that does not parse is
+// logged and skipped; it widens nothing.
+func (p *perms) grant(sessionID, skill string, rules []string) {
+	until := time.Now().Add(grantLifetime)
+	var gs []grant
+	for _, text := range rules {
+		r, err := permission.ParseRule(text)
+		if err != nil {
+			p.d.log.Warn("a skill's allowed-tools entry does not parse; ignored", "skill", skill, "rule", text, "error", err)
+			continue
+		}
+		r.Behavior = permission.BehaviorAllow
+		r.Source = permission.Source{Scope: permission.ScopeSession, Path: "skill " + skill + " (allowed-tools, until the end of the turn)"}
+		gs = append(gs, grant{rule: r, until: until})
+	}
+	if len(gs) == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.grants[sessionID] = append(p.grants[sessionID], gs...)
+	p.mu.Unlock()
+}
+
+// endTurn drops the session's temporary grants (a client's EndTurn).
+func (p *perms) endTurn(sessionID string) {
+	p.mu.Lock()
+	delete(p.grants, sessionID)
+	p.mu.Unlock()
+}
+
+// activeGrants returns the session's unexpired grants as rules.
+func (p *perms) activeGrants(sessionID string) []permission.Rule {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	gs := p.grants[sessionID]
+	if len(gs) == 0 {
+		return nil
+	}
+	now := time.Now()
+	var out []permission.Rule
+	kept := gs[:0]
+	for _, g := range gs {
+		if now.Before(g.until) {
+			kept = append(kept, g)
+			out = append(out, g.rule)
+		}
+	}
+	if len(kept) == 0 {
+		delete(p.grants, sessionID)
+	} else {
+		p.grants[sessionID] = kept
+	}
+	return out
+}
 
 // sessionRules returns the session's own rules, reading them from the
 // database the first time.
@@ -77,6 +146,7 @@ func (p *perms) sessionRules(id string) []permission.Rule {
 func (p *perms) forget(id string) {
 	p.mu.Lock()
 	delete(p.session, id)
+	delete(p.grants, id)
 	p.mu.Unlock()
 }
 
@@ -85,7 +155,11 @@ func (p *perms) forget(id string) {
 // project left out) and its own rules.
 func (p *perms) rules(sessionID, root string) (*permission.Rules, []permission.RuleProblem) {
 	st, _ := p.d.loader.Load(root)
-	return permission.LoadRules(st, p.d.trust.Trusted(root), p.sessionRules(sessionID))
+	own := p.sessionRules(sessionID)
+	if gs := p.activeGrants(sessionID); len(gs) > 0 {
+		own = append(append([]permission.Rule(nil), own...), gs...)
+	}
+	return permission.LoadRules(st, p.d.trust.Trusted(root), own)
 }
 
 // saveAlways saves the rule of an "always" answer: scope session in the

@@ -58,6 +58,9 @@ type Hooks struct {
 
 	mu    sync.RWMutex // guards cache
 	cache map[string]*cacheEntry
+
+	sessMu sync.RWMutex // guards sess
+	sess   map[string]*sessionHooks
 }
 
 type cacheEntry struct {
@@ -133,7 +136,7 @@ func (h *Hooks) Has(env tool.Env, eventName string) bool {
 	if idx < 0 {
 		return false
 	}
-	cfg := h.Config(rootOf(env))
+	cfg := h.configOf(env)
 	return cfg != nil && len(cfg.groups[idx]) > 0
 }
 
@@ -157,7 +160,7 @@ func (h *Hooks) selectHandlers(env tool.Env, idx int, value string, ev *ToolEven
 		return nil
 	}
 	root := rootOf(env)
-	cfg := h.Config(root)
+	cfg := h.configOf(env)
 	if cfg == nil || len(cfg.groups[idx]) == 0 {
 		return nil
 	}

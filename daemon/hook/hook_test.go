@@ -806,3 +806,47 @@ func BenchmarkNoopCommandHook(b *testing.B) {
 		}
 	}
 }
+
+// Hooks a session added (a skill's `hooks`) run after the settings' hooks,
+// for that session only; untrusted ones wait for trust; bad ones are refused.
+func TestAddSessionHooks(t *testing.T) {
+	f := newFixture(t)
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	f.write("user", map[string]any{"PreToolUse": []any{matcherGroup("", cmdHook(testdata(t, "record.sh"), rec, "settings"))}})
+	raw, err := json.Marshal(map[string]any{"PreToolUse": []any{matcherGroup("Bash", cmdHook(testdata(t, "record.sh"), rec, "skill"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.h.AddSession(f.env.SessionID(), "skill review", raw, true); err != nil {
+		t.Fatal(err)
+	}
+	f.h.PreToolUse(context.Background(), f.call("Bash", `{"command":"ls"}`))
+	lines := readLines(t, rec)
+	if len(lines) != 2 {
+		t.Fatalf("%d hooks ran, want the settings' and the skill's: %v", len(lines), lines)
+	}
+	// Another session does not have them.
+	other := tooltest.New(t)
+	other.ID = "another-session"
+	f.h.PreToolUse(context.Background(), ToolEvent{Env: other, TurnID: "t", Call: &tool.Call{ID: "c", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`), Env: other}, Tool: "Bash", Mode: "default"})
+	if n := len(readLines(t, rec)); n != 3 {
+		t.Errorf("another session ran %d hooks, want only the settings' one", n-2)
+	}
+	// An untrusted skill's hooks wait for trust.
+	f.trusted = false
+	if err := f.h.AddSession(f.env.SessionID(), "skill project", raw, false); err != nil {
+		t.Fatal(err)
+	}
+	f.h.PreToolUse(context.Background(), f.call("Bash", `{"command":"ls"}`))
+	if n := len(readLines(t, rec)); n != 5 {
+		t.Errorf("untrusted: %d more hooks ran, want 2 (settings + trusted skill)", n-3)
+	}
+	if err := f.h.AddSession(f.env.SessionID(), "skill bad", json.RawMessage(`{"PreToolUse":"nope"}`), true); err == nil {
+		t.Error("a malformed hooks object was accepted")
+	}
+	f.h.DropSession(f.env.SessionID())
+	f.h.PreToolUse(context.Background(), f.call("Bash", `{"command":"ls"}`))
+	if n := len(readLines(t, rec)); n != 6 {
+		t.Errorf("after DropSession: %d more hooks ran, want 1", n-5)
+	}
+}

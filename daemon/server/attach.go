@@ -165,6 +165,9 @@ func (a *attachment) handle(m *tacklev1.ClientMessage) error {
 		err = a.answer(msg.PermissionAnswer)
 	case *tacklev1.ClientMessage_EndTurn:
 		a.log.Debug("end of turn", "session", msg.EndTurn.GetSessionId())
+		if f := a.srv.opts.EndTurn; f != nil && msg.EndTurn.GetSessionId() != "" {
+			f(msg.EndTurn.GetSessionId())
+		}
 	default:
 		err = invalidf("empty or unknown client message")
 	}

@@ -91,6 +91,9 @@ type Options struct {
 	// TrustChanged, if set, is called after Trust or Untrust changed the
 	// trusted directories.
 	TrustChanged func()
+	// EndTurn, if set, is called when a client ends a model turn of a
+	// session (turn-scoped grants expire).
+	EndTurn func(sessionID string)
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.

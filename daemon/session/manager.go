@@ -104,6 +104,10 @@ type Options struct {
 	// OnCwdChange, if set, is called after a session's current directory
 	// moved (Bash's cd), with the old and the new directory.
 	OnCwdChange func(s *Session, oldDir, newDir string)
+	// OnFileRecorded, if set, is called after a tool recorded the state of a
+	// file it read, wrote or edited (nested skill discovery). It runs on the
+	// caller's goroutine and must be quick.
+	OnFileRecorded func(s *Session, path string)
 }
 
 // Manager creates, loads and deletes sessions. It is safe for concurrent use.

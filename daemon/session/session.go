@@ -305,4 +305,7 @@ func (s *Session) RecordFile(fs tool.FileState) {
 	s.files[fs.Path] = fs
 	s.mu.Unlock()
 	s.m.w.enqueue(store.Write{SessionID: s.id, File: fs}, false)
+	if f := s.m.opts.OnFileRecorded; f != nil {
+		f(s, fs.Path)
+	}
 }
