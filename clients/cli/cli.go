@@ -155,6 +155,8 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.trustCommand(),
 		a.untrustCommand(),
 		a.mcpCommand(),
+		a.skillsCommand(),
+		a.skillCommand(),
 	)
 	return root
 }

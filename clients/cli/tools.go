@@ -36,10 +36,11 @@ func (a *app) toolsCommand() *cobra.Command {
 				req.Cwd = dir
 			}
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				tools, err := c.ListTools(ctx, req)
+				resp, err := c.Service().ListTools(ctx, req)
 				if err != nil {
-					return fmt.Errorf("listing tools: %w", err)
+					return fmt.Errorf("listing tools: %w", client.Err(err))
 				}
+				tools := resp.GetTools()
 				if asJSON {
 					out := make([]toolJSON, 0, len(tools))
 					for _, t := range tools {
@@ -52,10 +53,18 @@ func (a *app) toolsCommand() *cobra.Command {
 				for _, t := range tools {
 					fmt.Fprintf(tw, "%s\t%s\t%s\n", t.GetName(), attrSummary(t), firstLine(t.GetDescription()))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if l := resp.GetDeferredListing(); len(l) > 0 {
+					fmt.Fprintf(a.stdout, "\nDeferred, not loaded (the model sees only these names until ToolSearch or tackle tools load loads them):\n  %s\n",
+						strings.Join(l, "\n  "))
+				}
+				return nil
 			})
 		}),
 	}
+	cmd.AddCommand(a.toolsLoadCommand())
 	sf.register(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "include the input schemas of deferred tools that are not loaded")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
@@ -98,4 +107,49 @@ func firstLine(s string) string {
 		s = string(r[:79]) + "…"
 	}
 	return s
+}
+
+func (a *app) toolsLoadCommand() *cobra.Command {
+	var (
+		sf     sessionFlags
+		asJSON bool
+	)
+	cmd := &cobra.Command{
+		Use:   "load NAME...",
+		Short: "Load deferred tools for a session (names seen in earlier history), as ToolSearch select: does",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			sid, cwd, err := a.target(&sf)
+			if err != nil {
+				return err
+			}
+			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+				resp, err := c.Service().LoadTools(ctx, &tacklev1.LoadToolsRequest{SessionId: sid, Cwd: cwd, Names: args})
+				if err != nil {
+					return fmt.Errorf("loading tools: %w", client.Err(err))
+				}
+				if asJSON {
+					return a.printJSON(struct {
+						Loaded      []string `json:"loaded"`
+						NotDeferred []string `json:"not_deferred"`
+						Unknown     []string `json:"unknown"`
+					}{append([]string{}, resp.GetLoaded()...), append([]string{}, resp.GetNotDeferred()...), append([]string{}, resp.GetUnknown()...)})
+				}
+				if l := resp.GetLoaded(); len(l) > 0 {
+					fmt.Fprintf(a.stdout, "loaded: %s\n", strings.Join(l, ", "))
+				}
+				if l := resp.GetNotDeferred(); len(l) > 0 {
+					fmt.Fprintf(a.stdout, "not deferred (always loaded): %s\n", strings.Join(l, ", "))
+				}
+				if l := resp.GetUnknown(); len(l) > 0 {
+					fmt.Fprintf(a.stderr, "tackle: no such tool in this session: %s\n", strings.Join(l, ", "))
+					return &exitError{code: ExitError}
+				}
+				return nil
+			})
+		}),
+	}
+	sf.register(cmd)
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	return cmd
 }

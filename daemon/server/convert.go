@@ -256,16 +256,20 @@ func attributesToProto(a tool.Attributes) *tacklev1.ToolAttributes {
 	}
 }
 
-func toolToProto(t tool.Tool, all bool) *tacklev1.ToolInfo {
+// toolToProto describes a tool of a session: deferred as the session's
+// tool-search setting decides, loaded when not deferred or loaded by the
+// session. Its schema is included when loaded (or all).
+func toolToProto(t tool.Tool, deferred, loaded, all bool) *tacklev1.ToolInfo {
 	spec := t.Spec()
 	attrs := t.Attributes(json.RawMessage(`{}`))
 	if attrs.Origin == "" {
 		attrs.Origin = tool.OriginBuiltin
 	}
+	attrs.Deferred = deferred
 	info := &tacklev1.ToolInfo{
 		Name:        spec.Name,
 		Description: spec.Description,
-		Loaded:      !attrs.Deferred,
+		Loaded:      loaded,
 		Attributes:  attributesToProto(attrs),
 		Aliases:     spec.Aliases,
 	}

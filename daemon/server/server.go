@@ -94,6 +94,11 @@ type Options struct {
 	// EndTurn, if set, is called when a client ends a model turn of a
 	// session (turn-scoped grants expire).
 	EndTurn func(sessionID string)
+	// Deferred, if set, tells which of a session's tools are deferred (the
+	// toolSearch setting); nil: the tools' own Deferred attribute.
+	Deferred func(sess *session.Session, tools []tool.Tool) map[string]bool
+	// Skills, if set, serves the skill RPCs (else they are Unimplemented).
+	Skills Skills
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.

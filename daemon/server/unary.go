@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/toolsearch"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -111,8 +114,10 @@ func (s *Server) DeleteSession(ctx context.Context, req *tacklev1.DeleteSessionR
 // pool for now, so session_id is only checked to exist and cwd is ignored.
 func (s *Server) ListTools(ctx context.Context, req *tacklev1.ListToolsRequest) (*tacklev1.ListToolsResponse, error) {
 	tools := s.disp.Registry().Tools()
+	var sess *session.Session
 	if req.GetSessionId() != "" || (req.GetCwd() != "" && s.opts.SessionTools != nil) {
-		sess, err := s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
+		var err error
+		sess, err = s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
 		if err != nil {
 			return nil, toStatus(err)
 		}
@@ -120,9 +125,71 @@ func (s *Server) ListTools(ctx context.Context, req *tacklev1.ListToolsRequest) 
 			tools = append(tools, s.opts.SessionTools(sess.ID())...)
 		}
 	}
+	deferred := s.deferred(sess, tools)
 	out := &tacklev1.ListToolsResponse{Tools: make([]*tacklev1.ToolInfo, 0, len(tools))}
+	var unloaded []string
 	for _, t := range tools {
-		out.Tools = append(out.Tools, toolToProto(t, req.GetAll()))
+		name := t.Spec().Name
+		loaded := !deferred[name] || sess != nil && sess.Loaded(name)
+		out.Tools = append(out.Tools, toolToProto(t, deferred[name], loaded, req.GetAll()))
+		if !loaded {
+			unloaded = append(unloaded, name)
+		}
+	}
+	out.DeferredListing = toolsearch.Listing(unloaded, 0)
+	return out, nil
+}
+
+// deferred returns which of a session's tools are deferred (nil session:
+// the tools' own attribute).
+func (s *Server) deferred(sess *session.Session, tools []tool.Tool) map[string]bool {
+	if sess != nil && s.opts.Deferred != nil {
+		return s.opts.Deferred(sess, tools)
+	}
+	out := map[string]bool{}
+	for _, t := range tools {
+		if t.Attributes(json.RawMessage(`{}`)).Deferred {
+			out[t.Spec().Name] = true
+		}
+	}
+	return out
+}
+
+// LoadTools implements TackleService.
+func (s *Server) LoadTools(ctx context.Context, req *tacklev1.LoadToolsRequest) (*tacklev1.LoadToolsResponse, error) {
+	sess, err := s.explainSession(ctx, req.GetSessionId(), req.GetCwd())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	tools := s.disp.Registry().Tools()
+	if s.opts.SessionTools != nil {
+		tools = append(tools, s.opts.SessionTools(sess.ID())...)
+	}
+	byName := map[string]string{}
+	for _, t := range tools {
+		sp := t.Spec()
+		byName[sp.Name] = sp.Name
+		for _, a := range sp.Aliases {
+			byName[a] = sp.Name
+		}
+	}
+	deferred := s.deferred(sess, tools)
+	out := &tacklev1.LoadToolsResponse{Loaded: []string{}, NotDeferred: []string{}, Unknown: []string{}}
+	var load []string
+	for _, n := range req.GetNames() {
+		name, ok := byName[n]
+		switch {
+		case !ok:
+			out.Unknown = append(out.Unknown, n)
+		case !deferred[name]:
+			out.NotDeferred = append(out.NotDeferred, name)
+		default:
+			load = append(load, name)
+			out.Loaded = append(out.Loaded, name)
+		}
+	}
+	if _, err := sess.LoadTools(load); err != nil {
+		return nil, toStatus(err)
 	}
 	return out, nil
 }

@@ -2165,7 +2165,8 @@ type Event struct {
 	// permission_requested, permission_resolved, session_updated, notice,
 	// todos_updated, shell_updated, hook_ran, tools_changed (the session's
 	// tool pool changed: an MCP server connected, failed or changed its list;
-	// text names the server).
+	// text names the server), skills_changed (skills were discovered or
+	// activated by a touched file; text names them).
 	Type   string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	TurnId string `protobuf:"bytes,5,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	CallId string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -2973,10 +2974,14 @@ func (x *ListToolsRequest) GetAll() bool {
 
 // ListToolsResponse lists the tools.
 type ListToolsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Tools         []*ToolInfo            `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tools []*ToolInfo            `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
+	// deferred_listing is what the model is told of the deferred tools that
+	// are not loaded: their names, a server with many collapsed to
+	// "mcp__srv__* (N tools)". They load through ToolSearch.
+	DeferredListing []string `protobuf:"bytes,2,rep,name=deferred_listing,json=deferredListing,proto3" json:"deferred_listing,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListToolsResponse) Reset() {
@@ -3012,6 +3017,13 @@ func (*ListToolsResponse) Descriptor() ([]byte, []int) {
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
 	if x != nil {
 		return x.Tools
+	}
+	return nil
+}
+
+func (x *ListToolsResponse) GetDeferredListing() []string {
+	if x != nil {
+		return x.DeferredListing
 	}
 	return nil
 }
@@ -6246,6 +6258,754 @@ func (x *GetPromptResponse) GetMessages() []*PromptMessage {
 	return nil
 }
 
+// LoadToolsRequest names the session and the tools.
+type LoadToolsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Names         []string               `protobuf:"bytes,3,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadToolsRequest) Reset() {
+	*x = LoadToolsRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadToolsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadToolsRequest) ProtoMessage() {}
+
+func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadToolsRequest.ProtoReflect.Descriptor instead.
+func (*LoadToolsRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
+}
+
+func (x *LoadToolsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *LoadToolsRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *LoadToolsRequest) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
+// LoadToolsResponse tells what was loaded.
+type LoadToolsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// loaded are the deferred tools loaded now or before.
+	Loaded []string `protobuf:"bytes,1,rep,name=loaded,proto3" json:"loaded,omitempty"`
+	// not_deferred are tools that are loaded anyway.
+	NotDeferred []string `protobuf:"bytes,2,rep,name=not_deferred,json=notDeferred,proto3" json:"not_deferred,omitempty"`
+	// unknown are names the session has no tool of.
+	Unknown       []string `protobuf:"bytes,3,rep,name=unknown,proto3" json:"unknown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadToolsResponse) Reset() {
+	*x = LoadToolsResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadToolsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadToolsResponse) ProtoMessage() {}
+
+func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadToolsResponse.ProtoReflect.Descriptor instead.
+func (*LoadToolsResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
+}
+
+func (x *LoadToolsResponse) GetLoaded() []string {
+	if x != nil {
+		return x.Loaded
+	}
+	return nil
+}
+
+func (x *LoadToolsResponse) GetNotDeferred() []string {
+	if x != nil {
+		return x.NotDeferred
+	}
+	return nil
+}
+
+func (x *LoadToolsResponse) GetUnknown() []string {
+	if x != nil {
+		return x.Unknown
+	}
+	return nil
+}
+
+// SkillInfo is one skill of a session.
+type SkillInfo struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	WhenToUse   string                 `protobuf:"bytes,3,opt,name=when_to_use,json=whenToUse,proto3" json:"when_to_use,omitempty"`
+	// source: builtin, managed, plugin, user, project, additional, command,
+	// nested or mcp.
+	Source         string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	Path           string `protobuf:"bytes,5,opt,name=path,proto3" json:"path,omitempty"`
+	ModelInvocable bool   `protobuf:"varint,6,opt,name=model_invocable,json=modelInvocable,proto3" json:"model_invocable,omitempty"`
+	UserInvocable  bool   `protobuf:"varint,7,opt,name=user_invocable,json=userInvocable,proto3" json:"user_invocable,omitempty"`
+	// active is false for a skill with paths no touched file has matched yet.
+	Active       bool     `protobuf:"varint,8,opt,name=active,proto3" json:"active,omitempty"`
+	ArgumentHint string   `protobuf:"bytes,9,opt,name=argument_hint,json=argumentHint,proto3" json:"argument_hint,omitempty"`
+	AllowedTools []string `protobuf:"bytes,10,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
+	Model        string   `protobuf:"bytes,11,opt,name=model,proto3" json:"model,omitempty"`
+	Effort       string   `protobuf:"bytes,12,opt,name=effort,proto3" json:"effort,omitempty"`
+	Context      string   `protobuf:"bytes,13,opt,name=context,proto3" json:"context,omitempty"`
+	Paths        []string `protobuf:"bytes,14,rep,name=paths,proto3" json:"paths,omitempty"`
+	Warnings     []string `protobuf:"bytes,15,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// shadowed_by is set for a skill hidden by another of the same name.
+	ShadowedBy    string `protobuf:"bytes,16,opt,name=shadowed_by,json=shadowedBy,proto3" json:"shadowed_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillInfo) Reset() {
+	*x = SkillInfo{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillInfo) ProtoMessage() {}
+
+func (x *SkillInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
+func (*SkillInfo) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
+}
+
+func (x *SkillInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetWhenToUse() string {
+	if x != nil {
+		return x.WhenToUse
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetModelInvocable() bool {
+	if x != nil {
+		return x.ModelInvocable
+	}
+	return false
+}
+
+func (x *SkillInfo) GetUserInvocable() bool {
+	if x != nil {
+		return x.UserInvocable
+	}
+	return false
+}
+
+func (x *SkillInfo) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *SkillInfo) GetArgumentHint() string {
+	if x != nil {
+		return x.ArgumentHint
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetAllowedTools() []string {
+	if x != nil {
+		return x.AllowedTools
+	}
+	return nil
+}
+
+func (x *SkillInfo) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetEffort() string {
+	if x != nil {
+		return x.Effort
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetContext() string {
+	if x != nil {
+		return x.Context
+	}
+	return ""
+}
+
+func (x *SkillInfo) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *SkillInfo) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *SkillInfo) GetShadowedBy() string {
+	if x != nil {
+		return x.ShadowedBy
+	}
+	return ""
+}
+
+// SkillProblem is a skill file that could not be read.
+type SkillProblem struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Line          int32                  `protobuf:"varint,2,opt,name=line,proto3" json:"line,omitempty"`
+	Column        int32                  `protobuf:"varint,3,opt,name=column,proto3" json:"column,omitempty"`
+	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SkillProblem) Reset() {
+	*x = SkillProblem{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SkillProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SkillProblem) ProtoMessage() {}
+
+func (x *SkillProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
+func (*SkillProblem) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
+}
+
+func (x *SkillProblem) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SkillProblem) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *SkillProblem) GetColumn() int32 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
+}
+
+func (x *SkillProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// ListSkillsRequest names the session (or a cwd for its default session).
+type ListSkillsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd       string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// shadowed includes skills hidden by another of the same name.
+	Shadowed      bool `protobuf:"varint,3,opt,name=shadowed,proto3" json:"shadowed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSkillsRequest) Reset() {
+	*x = ListSkillsRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSkillsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSkillsRequest) ProtoMessage() {}
+
+func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
+func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
+}
+
+func (x *ListSkillsRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *ListSkillsRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *ListSkillsRequest) GetShadowed() bool {
+	if x != nil {
+		return x.Shadowed
+	}
+	return false
+}
+
+// ListSkillsResponse lists the skills, sorted by name.
+type ListSkillsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Skills        []*SkillInfo           `protobuf:"bytes,1,rep,name=skills,proto3" json:"skills,omitempty"`
+	Problems      []*SkillProblem        `protobuf:"bytes,2,rep,name=problems,proto3" json:"problems,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListSkillsResponse) Reset() {
+	*x = ListSkillsResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListSkillsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListSkillsResponse) ProtoMessage() {}
+
+func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
+func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
+}
+
+func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
+	if x != nil {
+		return x.Skills
+	}
+	return nil
+}
+
+func (x *ListSkillsResponse) GetProblems() []*SkillProblem {
+	if x != nil {
+		return x.Problems
+	}
+	return nil
+}
+
+// GetSkillRequest names the skill.
+type GetSkillRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	SessionId     string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd           string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillRequest) Reset() {
+	*x = GetSkillRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillRequest) ProtoMessage() {}
+
+func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
+func (*GetSkillRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
+}
+
+func (x *GetSkillRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *GetSkillRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *GetSkillRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// GetSkillResponse is the skill with its body.
+type GetSkillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Skill         *SkillInfo             `protobuf:"bytes,1,opt,name=skill,proto3" json:"skill,omitempty"`
+	Body          string                 `protobuf:"bytes,2,opt,name=body,proto3" json:"body,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetSkillResponse) Reset() {
+	*x = GetSkillResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetSkillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetSkillResponse) ProtoMessage() {}
+
+func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
+func (*GetSkillResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
+}
+
+func (x *GetSkillResponse) GetSkill() *SkillInfo {
+	if x != nil {
+		return x.Skill
+	}
+	return nil
+}
+
+func (x *GetSkillResponse) GetBody() string {
+	if x != nil {
+		return x.Body
+	}
+	return ""
+}
+
+// RenderSkillRequest invokes a skill as a person.
+type RenderSkillRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Cwd       string                 `protobuf:"bytes,2,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Name      string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Args      string                 `protobuf:"bytes,4,opt,name=args,proto3" json:"args,omitempty"`
+	// permission_mode for the !`cmd` lines ("" = the session's).
+	PermissionMode string `protobuf:"bytes,5,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
+	// permission_timeout_seconds bounds a prompt for a !`cmd` line (0 = default).
+	PermissionTimeoutSeconds uint32 `protobuf:"varint,6,opt,name=permission_timeout_seconds,json=permissionTimeoutSeconds,proto3" json:"permission_timeout_seconds,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *RenderSkillRequest) Reset() {
+	*x = RenderSkillRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderSkillRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderSkillRequest) ProtoMessage() {}
+
+func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderSkillRequest.ProtoReflect.Descriptor instead.
+func (*RenderSkillRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
+}
+
+func (x *RenderSkillRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RenderSkillRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *RenderSkillRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RenderSkillRequest) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *RenderSkillRequest) GetPermissionMode() string {
+	if x != nil {
+		return x.PermissionMode
+	}
+	return ""
+}
+
+func (x *RenderSkillRequest) GetPermissionTimeoutSeconds() uint32 {
+	if x != nil {
+		return x.PermissionTimeoutSeconds
+	}
+	return 0
+}
+
+// RenderSkillResponse is the rendered prompt.
+type RenderSkillResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	AllowedTools  []string               `protobuf:"bytes,2,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
+	Model         string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	Effort        string                 `protobuf:"bytes,4,opt,name=effort,proto3" json:"effort,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderSkillResponse) Reset() {
+	*x = RenderSkillResponse{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderSkillResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderSkillResponse) ProtoMessage() {}
+
+func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderSkillResponse.ProtoReflect.Descriptor instead.
+func (*RenderSkillResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
+}
+
+func (x *RenderSkillResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *RenderSkillResponse) GetAllowedTools() []string {
+	if x != nil {
+		return x.AllowedTools
+	}
+	return nil
+}
+
+func (x *RenderSkillResponse) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RenderSkillResponse) GetEffort() string {
+	if x != nil {
+		return x.Effort
+	}
+	return ""
+}
+
 var File_tackle_v1_tackle_proto protoreflect.FileDescriptor
 
 const file_tackle_v1_tackle_proto_rawDesc = "" +
@@ -6485,9 +7245,10 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x10\n" +
-	"\x03all\x18\x03 \x01(\bR\x03all\">\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\"i\n" +
 	"\x11ListToolsResponse\x12)\n" +
-	"\x05tools\x18\x01 \x03(\v2\x13.tackle.v1.ToolInfoR\x05tools\"o\n" +
+	"\x05tools\x18\x01 \x03(\v2\x13.tackle.v1.ToolInfoR\x05tools\x12)\n" +
+	"\x10deferred_listing\x18\x02 \x03(\tR\x0fdeferredListing\"o\n" +
 	"\x17AnswerPermissionRequest\x123\n" +
 	"\x06answer\x18\x01 \x01(\v2\x1b.tackle.v1.PermissionAnswerR\x06answer\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
@@ -6732,7 +7493,69 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\acontent\x18\x02 \x01(\v2\x17.tackle.v1.ContentBlockR\acontent\"k\n" +
 	"\x11GetPromptResponse\x12 \n" +
 	"\vdescription\x18\x01 \x01(\tR\vdescription\x124\n" +
-	"\bmessages\x18\x02 \x03(\v2\x18.tackle.v1.PromptMessageR\bmessages*D\n" +
+	"\bmessages\x18\x02 \x03(\v2\x18.tackle.v1.PromptMessageR\bmessages\"Y\n" +
+	"\x10LoadToolsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x14\n" +
+	"\x05names\x18\x03 \x03(\tR\x05names\"h\n" +
+	"\x11LoadToolsResponse\x12\x16\n" +
+	"\x06loaded\x18\x01 \x03(\tR\x06loaded\x12!\n" +
+	"\fnot_deferred\x18\x02 \x03(\tR\vnotDeferred\x12\x18\n" +
+	"\aunknown\x18\x03 \x03(\tR\aunknown\"\xda\x03\n" +
+	"\tSkillInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
+	"\vwhen_to_use\x18\x03 \x01(\tR\twhenToUse\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12\x12\n" +
+	"\x04path\x18\x05 \x01(\tR\x04path\x12'\n" +
+	"\x0fmodel_invocable\x18\x06 \x01(\bR\x0emodelInvocable\x12%\n" +
+	"\x0euser_invocable\x18\a \x01(\bR\ruserInvocable\x12\x16\n" +
+	"\x06active\x18\b \x01(\bR\x06active\x12#\n" +
+	"\rargument_hint\x18\t \x01(\tR\fargumentHint\x12#\n" +
+	"\rallowed_tools\x18\n" +
+	" \x03(\tR\fallowedTools\x12\x14\n" +
+	"\x05model\x18\v \x01(\tR\x05model\x12\x16\n" +
+	"\x06effort\x18\f \x01(\tR\x06effort\x12\x18\n" +
+	"\acontext\x18\r \x01(\tR\acontext\x12\x14\n" +
+	"\x05paths\x18\x0e \x03(\tR\x05paths\x12\x1a\n" +
+	"\bwarnings\x18\x0f \x03(\tR\bwarnings\x12\x1f\n" +
+	"\vshadowed_by\x18\x10 \x01(\tR\n" +
+	"shadowedBy\"h\n" +
+	"\fSkillProblem\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x16\n" +
+	"\x06column\x18\x03 \x01(\x05R\x06column\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"`\n" +
+	"\x11ListSkillsRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x1a\n" +
+	"\bshadowed\x18\x03 \x01(\bR\bshadowed\"w\n" +
+	"\x12ListSkillsResponse\x12,\n" +
+	"\x06skills\x18\x01 \x03(\v2\x14.tackle.v1.SkillInfoR\x06skills\x123\n" +
+	"\bproblems\x18\x02 \x03(\v2\x17.tackle.v1.SkillProblemR\bproblems\"V\n" +
+	"\x0fGetSkillRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\"R\n" +
+	"\x10GetSkillResponse\x12*\n" +
+	"\x05skill\x18\x01 \x01(\v2\x14.tackle.v1.SkillInfoR\x05skill\x12\x12\n" +
+	"\x04body\x18\x02 \x01(\tR\x04body\"\xd4\x01\n" +
+	"\x12RenderSkillRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
+	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x12\n" +
+	"\x04args\x18\x04 \x01(\tR\x04args\x12'\n" +
+	"\x0fpermission_mode\x18\x05 \x01(\tR\x0epermissionMode\x12<\n" +
+	"\x1apermission_timeout_seconds\x18\x06 \x01(\rR\x18permissionTimeoutSeconds\"|\n" +
+	"\x13RenderSkillResponse\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
+	"\rallowed_tools\x18\x02 \x03(\tR\fallowedTools\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x16\n" +
+	"\x06effort\x18\x04 \x01(\tR\x06effort*D\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fROLE_CONTROLLER\x10\x01\x12\x11\n" +
@@ -6747,7 +7570,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\rSCOPE_SESSION\x10\x01\x12\x11\n" +
 	"\rSCOPE_PROJECT\x10\x02\x12\x0e\n" +
 	"\n" +
-	"SCOPE_USER\x10\x032\xde\x10\n" +
+	"SCOPE_USER\x10\x032\x84\x13\n" +
 	"\rTackleService\x12@\n" +
 	"\x06Attach\x12\x18.tackle.v1.ClientMessage\x1a\x18.tackle.v1.ServerMessage(\x010\x01\x12R\n" +
 	"\rCreateSession\x12\x1f.tackle.v1.CreateSessionRequest\x1a .tackle.v1.CreateSessionResponse\x12O\n" +
@@ -6777,7 +7600,12 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x11ApproveMcpServers\x12#.tackle.v1.ApproveMcpServersRequest\x1a$.tackle.v1.ApproveMcpServersResponse\x12L\n" +
 	"\vReadMcpLogs\x12\x1d.tackle.v1.ReadMcpLogsRequest\x1a\x1e.tackle.v1.ReadMcpLogsResponse\x12U\n" +
 	"\x0eListMcpPrompts\x12 .tackle.v1.ListMcpPromptsRequest\x1a!.tackle.v1.ListMcpPromptsResponse\x12F\n" +
-	"\tGetPrompt\x12\x1b.tackle.v1.GetPromptRequest\x1a\x1c.tackle.v1.GetPromptResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
+	"\tGetPrompt\x12\x1b.tackle.v1.GetPromptRequest\x1a\x1c.tackle.v1.GetPromptResponse\x12F\n" +
+	"\tLoadTools\x12\x1b.tackle.v1.LoadToolsRequest\x1a\x1c.tackle.v1.LoadToolsResponse\x12I\n" +
+	"\n" +
+	"ListSkills\x12\x1c.tackle.v1.ListSkillsRequest\x1a\x1d.tackle.v1.ListSkillsResponse\x12C\n" +
+	"\bGetSkill\x12\x1a.tackle.v1.GetSkillRequest\x1a\x1b.tackle.v1.GetSkillResponse\x12L\n" +
+	"\vRenderSkill\x12\x1d.tackle.v1.RenderSkillRequest\x1a\x1e.tackle.v1.RenderSkillResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
 
 var (
 	file_tackle_v1_tackle_proto_rawDescOnce sync.Once
@@ -6792,7 +7620,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 89)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -6885,134 +7713,155 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*GetPromptRequest)(nil),               // 88: tackle.v1.GetPromptRequest
 	(*PromptMessage)(nil),                  // 89: tackle.v1.PromptMessage
 	(*GetPromptResponse)(nil),              // 90: tackle.v1.GetPromptResponse
-	nil,                                    // 91: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 92: google.protobuf.Timestamp
+	(*LoadToolsRequest)(nil),               // 91: tackle.v1.LoadToolsRequest
+	(*LoadToolsResponse)(nil),              // 92: tackle.v1.LoadToolsResponse
+	(*SkillInfo)(nil),                      // 93: tackle.v1.SkillInfo
+	(*SkillProblem)(nil),                   // 94: tackle.v1.SkillProblem
+	(*ListSkillsRequest)(nil),              // 95: tackle.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),             // 96: tackle.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),                // 97: tackle.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),               // 98: tackle.v1.GetSkillResponse
+	(*RenderSkillRequest)(nil),             // 99: tackle.v1.RenderSkillRequest
+	(*RenderSkillResponse)(nil),            // 100: tackle.v1.RenderSkillResponse
+	nil,                                    // 101: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 102: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
-	5,  // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
-	7,  // 1: tackle.v1.ClientMessage.subscribe:type_name -> tackle.v1.Subscribe
-	9,  // 2: tackle.v1.ClientMessage.run_batch:type_name -> tackle.v1.RunBatch
-	11, // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
-	12, // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
-	13, // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
-	6,  // 6: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
-	16, // 7: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	26, // 8: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
-	10, // 9: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
-	14, // 10: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
-	0,  // 11: tackle.v1.Hello.role:type_name -> tackle.v1.Role
-	0,  // 12: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
-	8,  // 13: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
-	1,  // 14: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
-	2,  // 15: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	92, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	92, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	15, // 18: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	22, // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	19, // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	18, // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	17, // 22: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	92, // 23: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	92, // 24: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	20, // 25: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	92, // 26: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	23, // 27: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	2,  // 28: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	92, // 29: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,  // 30: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	21, // 31: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	22, // 32: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	24, // 33: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15, // 34: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	18, // 35: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	25, // 36: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	15, // 37: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15, // 38: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15, // 39: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	35, // 40: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	36, // 41: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12, // 42: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	18, // 43: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	18, // 44: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	18, // 45: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	22, // 46: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	54, // 47: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	55, // 48: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	54, // 49: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	54, // 50: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	58, // 51: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	59, // 52: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	17, // 53: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	92, // 54: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	62, // 55: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	92, // 56: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	70, // 57: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	71, // 58: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	70, // 59: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	84, // 60: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	85, // 61: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	91, // 62: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	20, // 63: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	89, // 64: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	3,  // 65: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	27, // 66: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	29, // 67: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	31, // 68: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	33, // 69: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	37, // 70: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	39, // 71: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	41, // 72: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	43, // 73: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	45, // 74: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	47, // 75: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	49, // 76: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	51, // 77: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	53, // 78: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	57, // 79: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	61, // 80: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	64, // 81: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	66, // 82: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	68, // 83: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	72, // 84: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	74, // 85: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	76, // 86: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	78, // 87: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	80, // 88: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	82, // 89: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	86, // 90: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	88, // 91: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	4,  // 92: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	28, // 93: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	30, // 94: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	32, // 95: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	34, // 96: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	38, // 97: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	40, // 98: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	42, // 99: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	44, // 100: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	46, // 101: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	48, // 102: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	50, // 103: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	52, // 104: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	56, // 105: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	60, // 106: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	63, // 107: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	65, // 108: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	67, // 109: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	69, // 110: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	73, // 111: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	75, // 112: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	77, // 113: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	79, // 114: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	81, // 115: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	83, // 116: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	87, // 117: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	90, // 118: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	92, // [92:119] is the sub-list for method output_type
-	65, // [65:92] is the sub-list for method input_type
-	65, // [65:65] is the sub-list for extension type_name
-	65, // [65:65] is the sub-list for extension extendee
-	0,  // [0:65] is the sub-list for field type_name
+	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
+	7,   // 1: tackle.v1.ClientMessage.subscribe:type_name -> tackle.v1.Subscribe
+	9,   // 2: tackle.v1.ClientMessage.run_batch:type_name -> tackle.v1.RunBatch
+	11,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
+	12,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
+	13,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
+	6,   // 6: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
+	16,  // 7: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
+	26,  // 8: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	10,  // 9: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
+	14,  // 10: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
+	0,   // 11: tackle.v1.Hello.role:type_name -> tackle.v1.Role
+	0,   // 12: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
+	8,   // 13: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
+	1,   // 14: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
+	2,   // 15: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
+	102, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	102, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	15,  // 18: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
+	22,  // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	19,  // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	18,  // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	17,  // 22: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	102, // 23: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	102, // 24: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	20,  // 25: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	102, // 26: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	23,  // 27: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	2,   // 28: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	102, // 29: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,   // 30: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	21,  // 31: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	22,  // 32: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	24,  // 33: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15,  // 34: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	18,  // 35: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	25,  // 36: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	15,  // 37: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15,  // 38: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15,  // 39: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	35,  // 40: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	36,  // 41: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12,  // 42: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	18,  // 43: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	18,  // 44: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	18,  // 45: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	22,  // 46: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	54,  // 47: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	55,  // 48: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	54,  // 49: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	54,  // 50: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	58,  // 51: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	59,  // 52: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	17,  // 53: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	102, // 54: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	62,  // 55: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	102, // 56: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	70,  // 57: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	71,  // 58: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	70,  // 59: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	84,  // 60: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	85,  // 61: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	101, // 62: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	20,  // 63: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	89,  // 64: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	93,  // 65: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	94,  // 66: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	93,  // 67: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	3,   // 68: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	27,  // 69: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	29,  // 70: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	31,  // 71: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	33,  // 72: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	37,  // 73: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	39,  // 74: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	41,  // 75: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	43,  // 76: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	45,  // 77: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	47,  // 78: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	49,  // 79: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	51,  // 80: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	53,  // 81: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	57,  // 82: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	61,  // 83: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	64,  // 84: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	66,  // 85: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	68,  // 86: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	72,  // 87: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	74,  // 88: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	76,  // 89: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	78,  // 90: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	80,  // 91: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	82,  // 92: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	86,  // 93: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	88,  // 94: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	91,  // 95: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	95,  // 96: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	97,  // 97: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	99,  // 98: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 99: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	28,  // 100: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	30,  // 101: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	32,  // 102: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	34,  // 103: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	38,  // 104: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	40,  // 105: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	42,  // 106: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	44,  // 107: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	46,  // 108: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	48,  // 109: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	50,  // 110: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	52,  // 111: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	56,  // 112: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	60,  // 113: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	63,  // 114: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	65,  // 115: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	67,  // 116: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	69,  // 117: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	73,  // 118: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	75,  // 119: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	77,  // 120: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	79,  // 121: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	81,  // 122: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	83,  // 123: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	87,  // 124: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	90,  // 125: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	92,  // 126: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	96,  // 127: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	98,  // 128: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	100, // 129: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	99,  // [99:130] is the sub-list for method output_type
+	68,  // [68:99] is the sub-list for method input_type
+	68,  // [68:68] is the sub-list for extension type_name
+	68,  // [68:68] is the sub-list for extension extendee
+	0,   // [0:68] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -7041,7 +7890,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   89,
+			NumMessages:   99,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

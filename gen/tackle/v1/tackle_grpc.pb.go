@@ -50,6 +50,10 @@ const (
 	TackleService_ReadMcpLogs_FullMethodName            = "/tackle.v1.TackleService/ReadMcpLogs"
 	TackleService_ListMcpPrompts_FullMethodName         = "/tackle.v1.TackleService/ListMcpPrompts"
 	TackleService_GetPrompt_FullMethodName              = "/tackle.v1.TackleService/GetPrompt"
+	TackleService_LoadTools_FullMethodName              = "/tackle.v1.TackleService/LoadTools"
+	TackleService_ListSkills_FullMethodName             = "/tackle.v1.TackleService/ListSkills"
+	TackleService_GetSkill_FullMethodName               = "/tackle.v1.TackleService/GetSkill"
+	TackleService_RenderSkill_FullMethodName            = "/tackle.v1.TackleService/RenderSkill"
 )
 
 // TackleServiceClient is the client API for TackleService service.
@@ -127,6 +131,17 @@ type TackleServiceClient interface {
 	ListMcpPrompts(ctx context.Context, in *ListMcpPromptsRequest, opts ...grpc.CallOption) (*ListMcpPromptsResponse, error)
 	// GetPrompt renders a server's prompt with arguments.
 	GetPrompt(ctx context.Context, in *GetPromptRequest, opts ...grpc.CallOption) (*GetPromptResponse, error)
+	// LoadTools loads deferred tools by name for a session (names the client
+	// saw in earlier history), as ToolSearch select: does.
+	LoadTools(ctx context.Context, in *LoadToolsRequest, opts ...grpc.CallOption) (*LoadToolsResponse, error)
+	// ListSkills lists a session's skills (static, nested, path-activated, MCP
+	// prompts) and the files that could not be read.
+	ListSkills(ctx context.Context, in *ListSkillsRequest, opts ...grpc.CallOption) (*ListSkillsResponse, error)
+	// GetSkill returns one skill with its body.
+	GetSkill(ctx context.Context, in *GetSkillRequest, opts ...grpc.CallOption) (*GetSkillResponse, error)
+	// RenderSkill invokes a skill as a person does (/name args): its rendered
+	// prompt, with !`cmd` lines run through the pipeline as Bash calls.
+	RenderSkill(ctx context.Context, in *RenderSkillRequest, opts ...grpc.CallOption) (*RenderSkillResponse, error)
 }
 
 type tackleServiceClient struct {
@@ -410,6 +425,46 @@ func (c *tackleServiceClient) GetPrompt(ctx context.Context, in *GetPromptReques
 	return out, nil
 }
 
+func (c *tackleServiceClient) LoadTools(ctx context.Context, in *LoadToolsRequest, opts ...grpc.CallOption) (*LoadToolsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LoadToolsResponse)
+	err := c.cc.Invoke(ctx, TackleService_LoadTools_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) ListSkills(ctx context.Context, in *ListSkillsRequest, opts ...grpc.CallOption) (*ListSkillsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListSkillsResponse)
+	err := c.cc.Invoke(ctx, TackleService_ListSkills_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) GetSkill(ctx context.Context, in *GetSkillRequest, opts ...grpc.CallOption) (*GetSkillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetSkillResponse)
+	err := c.cc.Invoke(ctx, TackleService_GetSkill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *tackleServiceClient) RenderSkill(ctx context.Context, in *RenderSkillRequest, opts ...grpc.CallOption) (*RenderSkillResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenderSkillResponse)
+	err := c.cc.Invoke(ctx, TackleService_RenderSkill_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TackleServiceServer is the server API for TackleService service.
 // All implementations must embed UnimplementedTackleServiceServer
 // for forward compatibility.
@@ -485,6 +540,17 @@ type TackleServiceServer interface {
 	ListMcpPrompts(context.Context, *ListMcpPromptsRequest) (*ListMcpPromptsResponse, error)
 	// GetPrompt renders a server's prompt with arguments.
 	GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error)
+	// LoadTools loads deferred tools by name for a session (names the client
+	// saw in earlier history), as ToolSearch select: does.
+	LoadTools(context.Context, *LoadToolsRequest) (*LoadToolsResponse, error)
+	// ListSkills lists a session's skills (static, nested, path-activated, MCP
+	// prompts) and the files that could not be read.
+	ListSkills(context.Context, *ListSkillsRequest) (*ListSkillsResponse, error)
+	// GetSkill returns one skill with its body.
+	GetSkill(context.Context, *GetSkillRequest) (*GetSkillResponse, error)
+	// RenderSkill invokes a skill as a person does (/name args): its rendered
+	// prompt, with !`cmd` lines run through the pipeline as Bash calls.
+	RenderSkill(context.Context, *RenderSkillRequest) (*RenderSkillResponse, error)
 	mustEmbedUnimplementedTackleServiceServer()
 }
 
@@ -575,6 +641,18 @@ func (UnimplementedTackleServiceServer) ListMcpPrompts(context.Context, *ListMcp
 }
 func (UnimplementedTackleServiceServer) GetPrompt(context.Context, *GetPromptRequest) (*GetPromptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetPrompt not implemented")
+}
+func (UnimplementedTackleServiceServer) LoadTools(context.Context, *LoadToolsRequest) (*LoadToolsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method LoadTools not implemented")
+}
+func (UnimplementedTackleServiceServer) ListSkills(context.Context, *ListSkillsRequest) (*ListSkillsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListSkills not implemented")
+}
+func (UnimplementedTackleServiceServer) GetSkill(context.Context, *GetSkillRequest) (*GetSkillResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetSkill not implemented")
+}
+func (UnimplementedTackleServiceServer) RenderSkill(context.Context, *RenderSkillRequest) (*RenderSkillResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenderSkill not implemented")
 }
 func (UnimplementedTackleServiceServer) mustEmbedUnimplementedTackleServiceServer() {}
 func (UnimplementedTackleServiceServer) testEmbeddedByValue()                       {}
@@ -1072,6 +1150,78 @@ func _TackleService_GetPrompt_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TackleService_LoadTools_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LoadToolsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).LoadTools(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_LoadTools_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).LoadTools(ctx, req.(*LoadToolsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_ListSkills_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListSkillsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).ListSkills(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_ListSkills_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).ListSkills(ctx, req.(*ListSkillsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_GetSkill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetSkillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).GetSkill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_GetSkill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).GetSkill(ctx, req.(*GetSkillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TackleService_RenderSkill_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenderSkillRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TackleServiceServer).RenderSkill(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TackleService_RenderSkill_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TackleServiceServer).RenderSkill(ctx, req.(*RenderSkillRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TackleService_ServiceDesc is the grpc.ServiceDesc for TackleService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1182,6 +1332,22 @@ var TackleService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetPrompt",
 			Handler:    _TackleService_GetPrompt_Handler,
+		},
+		{
+			MethodName: "LoadTools",
+			Handler:    _TackleService_LoadTools_Handler,
+		},
+		{
+			MethodName: "ListSkills",
+			Handler:    _TackleService_ListSkills_Handler,
+		},
+		{
+			MethodName: "GetSkill",
+			Handler:    _TackleService_GetSkill_Handler,
+		},
+		{
+			MethodName: "RenderSkill",
+			Handler:    _TackleService_RenderSkill_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
