@@ -34,6 +34,37 @@ var stopWords = map[string]bool{
 	"how": true, "what": true, "which": true, "some": true, "any": true, "all": true,
 }
 
+// synonymGroups are words tool descriptions use for the same action; a
+// query word also matches the others of its group, at synonymWeight.
+var synonymGroups = [][]string{
+	{"create", "new", "add", "make"},
+	{"delete", "remove"},
+	{"search", "find", "lookup"},
+	{"get", "fetch", "retrieve"},
+	{"send", "post"},
+	{"update", "edit", "modify", "change"},
+	{"run", "execute"},
+	{"list", "show", "enumerate"},
+}
+
+// synonymWeight scales a match through a synonym.
+const synonymWeight = 0.5
+
+// synonyms maps a stemmed word to the stemmed other words of its group.
+var synonyms = func() map[string][]string {
+	m := map[string][]string{}
+	for _, g := range synonymGroups {
+		for _, w := range g {
+			for _, o := range g {
+				if o != w {
+					m[stem(w)] = append(m[stem(w)], stem(o))
+				}
+			}
+		}
+	}
+	return m
+}()
+
 // Index ranks a fixed set of tools for keyword queries with BM25 over two
 // fields: the name's parts (split on "__", "_", "-" and camelCase, so the
 // "mcp" prefix and the server name are parts too) and the description's
@@ -154,25 +185,46 @@ func (ix *Index) idf(df int) float64 {
 	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 }
 
-// score adds each document's BM25 score for the query terms to acc (len
-// Len()). A term the index lacks is expanded to the indexed terms it is a
-// prefix of, at prefixWeight.
-func (ix *Index) score(terms []string, acc []float64) {
-	for _, t := range terms {
+// score returns each document's score for the query terms: the sum of
+// its BM25 scores times the share of the terms it matches (so a tool
+// matching every word beats one matching a rare word often). A term the
+// index lacks is expanded to the indexed terms it is a prefix of, at
+// prefixWeight.
+func (ix *Index) score(terms []string) []float64 {
+	n := len(ix.tools)
+	acc := make([]float64, n)
+	if len(terms) == 0 {
+		return acc
+	}
+	hits := make([]uint16, n)
+	mark := make([]uint16, n) // 1 + the last term that counted a hit
+	for ti, t := range terms {
+		id := uint16(ti + 1)
+		for _, syn := range synonyms[t] {
+			if ps, ok := ix.postings[syn]; ok {
+				ix.addTerm(ps, synonymWeight, acc, hits, mark, id)
+			}
+		}
 		if ps, ok := ix.postings[t]; ok {
-			ix.addTerm(ps, 1, acc)
+			ix.addTerm(ps, 1, acc, hits, mark, id)
 			continue
 		}
 		if utf8.RuneCountInString(t) < minPrefix {
 			continue
 		}
 		for i := sort.SearchStrings(ix.vocab, t); i < len(ix.vocab) && strings.HasPrefix(ix.vocab[i], t); i++ {
-			ix.addTerm(ix.postings[ix.vocab[i]], prefixWeight, acc)
+			ix.addTerm(ix.postings[ix.vocab[i]], prefixWeight, acc, hits, mark, id)
 		}
 	}
+	for d, h := range hits {
+		if h > 0 {
+			acc[d] *= float64(h) / float64(len(terms))
+		}
+	}
+	return acc
 }
 
-func (ix *Index) addTerm(ps []posting, weight float64, acc []float64) {
+func (ix *Index) addTerm(ps []posting, weight float64, acc []float64, hits, mark []uint16, id uint16) {
 	w := weight * ix.idf(len(ps))
 	for _, p := range ps {
 		var s float64
@@ -185,6 +237,10 @@ func (ix *Index) addTerm(ps []posting, weight float64, acc []float64) {
 			s += descWeight * tf * (bm25K1 + 1) / (tf + ix.normDesc[p.doc])
 		}
 		acc[p.doc] += w * s
+		if mark[p.doc] != id {
+			mark[p.doc] = id
+			hits[p.doc]++
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package toolsearch
 
 import (
+	"math"
 	"strings"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -51,7 +52,10 @@ func (ix *Index) Search(query string, max int) []tool.Tool {
 	for _, f := range strings.Fields(q) {
 		lf := strings.ToLower(f)
 		switch {
-		case strings.HasPrefix(lf, mcpPrefix) && ix.isServerPrefix(lf):
+		case strings.HasPrefix(lf, mcpPrefix) && len(lf) > len(mcpPrefix)+2 && strings.HasSuffix(lf, "__"),
+			strings.HasPrefix(lf, mcpPrefix) && ix.isServerPrefix(lf):
+			// "mcp__srv__" always restricts (to nothing for an unknown
+			// server); "mcp__srv" only when srv is a server.
 			prefixes = append(prefixes, serverPrefix(lf))
 		case strings.HasPrefix(f, "+") && len(f) > 1:
 			term := strings.ToLower(f[1:])
@@ -62,13 +66,15 @@ func (ix *Index) Search(query string, max int) []tool.Tool {
 		}
 	}
 	terms := dedupe(textTokens(strings.Join(keywords, " ")))
+	if len(terms) > math.MaxUint16-1 {
+		terms = terms[:math.MaxUint16-1]
+	}
 	filtered := len(prefixes) > 0 || len(required) > 0
 	if !filtered && len(terms) == 0 {
 		return nil
 	}
 
-	acc := make([]float64, len(ix.tools))
-	ix.score(terms, acc)
+	acc := ix.score(terms)
 	top := newTopK(max)
 	for doc, s := range acc {
 		if filtered {
