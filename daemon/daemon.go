@@ -81,6 +81,7 @@ type Daemon struct {
 	hooks    *hook.Hooks
 	shells   *shell.Shells
 	mcp      *mcpLayer
+	deferral *deferral
 	srv      *server.Server
 
 	// bg counts the hook runs started in the background (SessionStart,
@@ -170,6 +171,11 @@ func New(opts *Options) (*Daemon, error) {
 		d.closeState()
 		return nil, fmt.Errorf("registering MCP resource tools: %w", err)
 	}
+	d.deferral = newDeferral(d)
+	if err := d.registry.Register(d.deferral.searchTool()); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering ToolSearch: %w", err)
+	}
 	d.broker = permission.NewBroker()
 	d.policy = permission.NewEngine()
 	d.perms = newPerms(d)
@@ -199,6 +205,8 @@ func New(opts *Options) (*Daemon, error) {
 		MCP:             d.mcp,
 		SessionTools:    d.mcp.tools,
 		TrustChanged:    d.mcp.resync,
+		EndTurn:         d.perms.endTurn,
+		Deferred:        d.deferral.deferred,
 	})
 	if err != nil {
 		d.closeState()

@@ -107,6 +107,9 @@ func (l *mcpLayer) resync() {
 	clear(l.opts)
 	l.optsGen++
 	l.mu.Unlock()
+	if l.d.deferral != nil {
+		l.d.deferral.reset()
+	}
 	for _, sess := range l.d.sessions.Loaded() {
 		l.sync(sess)
 	}

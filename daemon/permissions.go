@@ -357,7 +357,9 @@ func (d *Daemon) dispatchOptions() *dispatch.Options {
 		SaveAlways: func(s dispatch.Session, scope, rule string) error {
 			return d.perms.saveAlways(s.ID(), rootOf(s), scope, rule)
 		},
-		Lookup: func(sessionID, name string) (tool.Tool, bool) { return d.mcp.lookup(sessionID, name) },
+		Lookup:   func(sessionID, name string) (tool.Tool, bool) { return d.mcp.lookup(sessionID, name) },
+		Unloaded: d.deferral.unloaded,
+		Load:     func(sessionID, name string) { d.deferral.load(sessionID, []string{name}) },
 		Audit: func(sessionID string, rec dispatch.AuditRecord) {
 			row := d.perms.auditRow(sessionID, rec.CallID, rec.Tool, nil, rec.Outcome, rec.DecidedBy, rec.Rule, "", rec.ClientID, rec.Scope)
 			row.InputSHA256 = rec.InputSHA256
