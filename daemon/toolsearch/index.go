@@ -69,6 +69,10 @@ var synonyms = func() map[string][]string {
 // fields: the name's parts (split on "__", "_", "-" and camelCase, so the
 // "mcp" prefix and the server name are parts too) and the description's
 // words, lower-cased, lightly stemmed, stop words dropped from descriptions.
+// A query word also matches its few action synonyms (new → create, remove →
+// delete, ...) and, when no tool has it, the indexed words it begins
+// ("screensh" → screenshot), both at a lower weight; a tool's score is
+// scaled by the share of query words it matches.
 // Build it once per tool set; it is immutable and safe for concurrent use.
 type Index struct {
 	tools  []tool.Tool
@@ -98,6 +102,14 @@ func NewIndex(tools []tool.Tool) *Index {
 		postings: map[string][]posting{},
 	}
 	var nameLens, descLens []int
+	// tf and terms are one document's term frequencies, in first-seen order
+	// (so postings are built in document order).
+	type termTF struct {
+		term string
+		p    posting
+	}
+	tf := map[string]int{}
+	var terms []termTF
 	totalName, totalDesc := 0, 0
 	for _, t := range tools {
 		s := t.Spec()
@@ -119,14 +131,16 @@ func NewIndex(tools []tool.Tool) *Index {
 		descLens = append(descLens, len(descTerms))
 		totalName += len(nameTerms)
 		totalDesc += len(descTerms)
-		tf := map[string]*posting{}
+		clear(tf)
+		terms = terms[:0]
 		get := func(term string) *posting {
-			p := tf[term]
-			if p == nil {
-				p = &posting{doc: int32(doc)}
-				tf[term] = p
+			i, ok := tf[term]
+			if !ok {
+				i = len(terms)
+				tf[term] = i
+				terms = append(terms, termTF{term: term, p: posting{doc: int32(doc)}})
 			}
-			return p
+			return &terms[i].p
 		}
 		for _, w := range nameTerms {
 			if p := get(w); p.name < math.MaxUint16 {
@@ -138,8 +152,8 @@ func NewIndex(tools []tool.Tool) *Index {
 				p.desc++
 			}
 		}
-		for term, p := range tf {
-			ix.postings[term] = append(ix.postings[term], *p)
+		for _, tt := range terms {
+			ix.postings[tt.term] = append(ix.postings[tt.term], tt.p)
 		}
 	}
 	n := len(ix.tools)
@@ -155,10 +169,8 @@ func NewIndex(tools []tool.Tool) *Index {
 		ix.normDesc[i] = bm25K1 * (1 - bm25B + bm25B*float64(descLens[i])/avgDesc)
 	}
 	ix.vocab = make([]string, 0, len(ix.postings))
-	for term, ps := range ix.postings {
+	for term := range ix.postings {
 		ix.vocab = append(ix.vocab, term)
-		// map iteration order is random: keep each list in document order
-		sort.Slice(ps, func(i, j int) bool { return ps[i].doc < ps[j].doc })
 	}
 	sort.Strings(ix.vocab)
 	return ix
@@ -297,6 +309,9 @@ func words(s string) []string {
 // camelSplit splits a run of letters and digits at lower→Upper and at
 // Upper→Upper+lower ("HTTPServer" → HTTP, Server).
 func camelSplit(s string) []string {
+	if isASCIILower(s) {
+		return []string{s}
+	}
 	rs := []rune(s)
 	var out []string
 	start := 0
@@ -351,6 +366,17 @@ func stem(w string) string {
 func isASCIILetters(w string) bool {
 	for i := 0; i < len(w); i++ {
 		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+// isASCIILower reports whether s holds only lower-case ASCII letters and
+// digits (no camelCase boundary possible).
+func isASCIILower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
 			return false
 		}
 	}

@@ -24,8 +24,8 @@ const mcpPrefix = "mcp__"
 //     no limit but the list;
 //   - a query that is exactly a tool's name returns that tool;
 //   - a word "mcp__srv__" (a name prefix ending in "__"; "mcp__srv" naming a
-//     server works too) keeps only that server's tools, in index order
-//     unless other words rank them;
+//     server works too) keeps only that server's tools (none for an unknown
+//     server), in index order unless other words rank them;
 //   - a word "+term" keeps only tools whose lower-cased name contains term;
 //     the other words (and term) rank them;
 //   - other words are keywords ranked with BM25; a tool matching none of
