@@ -188,3 +188,65 @@ func startEverythingHTTP(b *testing.B) string {
 	}
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
+
+// BenchmarkListTools500MCP lists the tools of a session whose MCP server has
+// 500 tools (the generated server), as a client does before each model
+// request: the ListTools RPC over the daemon's socket, from this process.
+// The goal is ≤ 5 ms.
+func BenchmarkListTools500MCP(b *testing.B) {
+	env := newBenchEnv(b)
+	gen := testpeers.BuildGenMCP(b)
+	var root string
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			root = v
+		}
+	}
+	cfg := filepath.Join(root, "config", "tackle", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte(mustJSON(map[string]any{"mcpServers": map[string]any{
+		"gen": map[string]any{"command": gen, "args": []string{"-tools", "500"}},
+	}})), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	conn := dialUnix(b, filepath.Join(root, "tackle", "tackled.sock"))
+	svc := tacklev1.NewTackleServiceClient(conn)
+	ctx := context.Background()
+	created, err := svc.CreateSession(ctx, &tacklev1.CreateSessionRequest{Cwd: root})
+	if err != nil {
+		b.Fatal(err)
+	}
+	id := created.GetSession().GetId()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res, err := svc.ListMcpServers(ctx, &tacklev1.ListMcpServersRequest{SessionId: id})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if s := res.GetServers(); len(s) == 1 && s[0].GetState() == "connected" && s[0].GetTools() == 501 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the generated server did not connect: %v", res.GetServers())
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process's state
+	}
+	req := &tacklev1.ListToolsRequest{SessionId: id}
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		res, err := svc.ListTools(ctx, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(start))
+		if len(res.GetTools()) < 501 || len(res.GetDeferredListing()) == 0 {
+			b.Fatalf("ListTools: %d tools, listing %v", len(res.GetTools()), res.GetDeferredListing())
+		}
+	}
+	b.StopTimer()
+	reportP50(b, durs)
+}
