@@ -203,6 +203,8 @@ func insideWorkingDirs(a tool.Access) bool {
 
 func askReason(r Request) string {
 	switch {
+	case r.Access.Reason != "":
+		return r.Access.Reason
 	case r.Access.Kind == tool.AccessExec && r.Access.Command != "":
 		return fmt.Sprintf("%s wants to run: %s", r.Tool, r.Access.Command)
 	case r.Access.Kind == tool.AccessNetwork && r.Access.Command != "":

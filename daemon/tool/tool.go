@@ -239,4 +239,7 @@ type Access struct {
 	// `eval`, a command that does not parse or is over 10,000 characters).
 	// Deny rules still deny; bypassPermissions still allows.
 	AlwaysAsk string
+	// Reason, if set, tells a person why the call needs approval when the
+	// engine asks (instead of a reason derived from Kind and Paths).
+	Reason string
 }
