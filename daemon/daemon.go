@@ -53,6 +53,9 @@ type Options struct {
 	Home string
 	// ManagedSettings is the managed settings file (default: the config package's).
 	ManagedSettings string
+	// ManagedSkills is the directory of managed skills (default
+	// /etc/tackle/skills; "-" for none).
+	ManagedSkills string
 	// PermissionTimeout is how long a permission request waits (default 120 s).
 	PermissionTimeout time.Duration
 	// Version and BuildID are reported to clients.
@@ -82,6 +85,7 @@ type Daemon struct {
 	shells   *shell.Shells
 	mcp      *mcpLayer
 	deferral *deferral
+	skills   *skillLayer
 	srv      *server.Server
 
 	// bg counts the hook runs started in the background (SessionStart,
@@ -116,6 +120,12 @@ func New(opts *Options) (*Daemon, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	switch o.ManagedSkills {
+	case "":
+		o.ManagedSkills = managedSkillsDir(DefaultManagedSkills)
+	case "-":
+		o.ManagedSkills = ""
+	}
 	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating state directory %q: %w", o.StateDir, err)
 	}
@@ -129,6 +139,11 @@ func New(opts *Options) (*Daemon, error) {
 	d.store = st
 	d.sessions = session.NewManager(st, &session.Options{
 		StateDir: o.StateDir, Logger: o.Logger.Named("session"), OnCwdChange: d.cwdChanged,
+		OnFileRecorded: func(s *session.Session, path string) {
+			if d.skills != nil {
+				d.skills.touched(s, path)
+			}
+		},
 	})
 	// A daemon that was killed left turns that never ended: end them now,
 	// before any client can see the sessions.
@@ -171,6 +186,11 @@ func New(opts *Options) (*Daemon, error) {
 		d.closeState()
 		return nil, fmt.Errorf("registering MCP resource tools: %w", err)
 	}
+	d.skills = newSkillLayer(d)
+	if err := d.registry.Register(d.skills.tool()); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering Skill: %w", err)
+	}
 	d.deferral = newDeferral(d)
 	if err := d.registry.Register(d.deferral.searchTool()); err != nil {
 		d.closeState()
@@ -207,6 +227,7 @@ func New(opts *Options) (*Daemon, error) {
 		TrustChanged:    d.mcp.resync,
 		EndTurn:         d.perms.endTurn,
 		Deferred:        d.deferral.deferred,
+		Skills:          d.skills,
 	})
 	if err != nil {
 		d.closeState()

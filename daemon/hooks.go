@@ -47,6 +47,7 @@ func (d *Daemon) sessionLoaded(sess *session.Session, created bool) {
 func (d *Daemon) sessionDeleted(sess *session.Session) {
 	d.perms.forget(sess.ID())
 	d.mcp.release(sess.ID())
+	d.skills.release(sess.ID())
 	d.background(func(ctx context.Context) { d.hooks.SessionEnd(ctx, sess, "deleted") })
 }
 

@@ -39,6 +39,9 @@ const (
 	// ToolsChanged: the session's tool pool changed (an MCP server connected,
 	// failed or changed its lists); Text names the server.
 	ToolsChanged Type = "tools_changed"
+	// SkillsChanged: a touched file revealed nested skills or activated
+	// skills with paths; Text names them.
+	SkillsChanged Type = "skills_changed"
 	// TodosUpdated: the session's todo list was replaced (Session.Todos holds it).
 	TodosUpdated Type = "todos_updated"
 	// ShellUpdated: a background shell started, exited or was killed (Shell holds it).

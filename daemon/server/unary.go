@@ -131,7 +131,11 @@ func (s *Server) ListTools(ctx context.Context, req *tacklev1.ListToolsRequest) 
 	for _, t := range tools {
 		name := t.Spec().Name
 		loaded := !deferred[name] || sess != nil && sess.Loaded(name)
-		out.Tools = append(out.Tools, toolToProto(t, deferred[name], loaded, req.GetAll()))
+		info := toolToProto(t, deferred[name], loaded, req.GetAll())
+		if d, ok := t.(interface{ Description(tool.Env) string }); ok && sess != nil {
+			info.Description = d.Description(sess) // the Skill tool lists the session's skills
+		}
+		out.Tools = append(out.Tools, info)
 		if !loaded {
 			unloaded = append(unloaded, name)
 		}

@@ -28,7 +28,7 @@ type ToolOptions struct {
 	// Grant turns a skill's allowed-tools into temporary session allow
 	// rules (they expire at the client's next end of turn, or after 10
 	// minutes).
-	Grant func(sessionID string, rules []string)
+	Grant func(sessionID, skill string, rules []string)
 	// AddHooks registers a skill's frontmatter hooks (settings JSON shape)
 	// for the rest of the session.
 	AddHooks func(sessionID, skill string, hooks json.RawMessage) error
@@ -228,7 +228,7 @@ func (t *Tool) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 		}
 	}
 	if len(sk.AllowedTools) > 0 && t.o.Grant != nil {
-		t.o.Grant(sid, append([]string(nil), sk.AllowedTools...))
+		t.o.Grant(sid, sk.Name, append([]string(nil), sk.AllowedTools...))
 	}
 	if t.o.Used != nil {
 		t.o.Used(sid, sk.Name)

@@ -59,7 +59,7 @@ func toolFixture(t *testing.T) (tool.Tool, *recorder, env) {
 		Budget: func(tool.Env) int { return 0 },
 		Usage:  func(string, string) int { return 0 },
 		Used:   func(sid, name string) { rec.add(&rec.used, sid+" "+name) },
-		Grant:  func(sid string, rules []string) { rec.add(&rec.grants, sid+" "+strings.Join(rules, ",")) },
+		Grant:  func(sid, _ string, rules []string) { rec.add(&rec.grants, sid+" "+strings.Join(rules, ",")) },
 		AddHooks: func(sid, name string, hooks json.RawMessage) error {
 			rec.add(&rec.hooks, sid+" "+name+" "+string(hooks))
 			return rec.hookErr
