@@ -1,0 +1,43 @@
+package daemon_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tackle-agent/tackle/daemon/daemontest"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// A skill's allowed-tools hold for the turn that invoked it and end with
+// the client's EndTurn; invoking such a skill is itself approved first.
+func TestSkillGrantsEndWithTheTurn(t *testing.T) {
+	d := daemontest.Start(t)
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".claude", "skills", "toucher", "SKILL.md"),
+		"---\ndescription: Touches files\nallowed-tools: Bash(touch:*)\n---\nTouch what you need.\n")
+	id := newSession(t, d, root, "")
+	s := attach(t, d, id)
+
+	// dontAsk denies what would ask: invoking a granting skill asks.
+	if tr := s.call("Skill", `{"skill":"toucher"}`, "dontAsk"); tr.result.GetStatus() != "denied" {
+		t.Fatalf("a granting skill in dontAsk: %s %q", tr.result.GetStatus(), resultText(tr.result))
+	}
+	if tr := s.call("Bash", `{"command":"touch before.txt"}`, "dontAsk"); tr.result.GetStatus() != "denied" {
+		t.Fatalf("touch before the skill: %s", tr.result.GetStatus())
+	}
+	tr := s.call("Skill", `{"skill":"toucher"}`, "bypassPermissions")
+	if tr.result.GetStatus() != "completed" || !strings.Contains(resultText(tr.result), "Touch what you need.") {
+		t.Fatalf("Skill: %s %q", tr.result.GetStatus(), resultText(tr.result))
+	}
+	if tr := s.call("Bash", `{"command":"touch granted.txt"}`, "dontAsk"); tr.result.GetStatus() != "completed" {
+		t.Fatalf("touch within the skill's turn: %s %q", tr.result.GetStatus(), resultText(tr.result))
+	}
+	if tr := s.call("Bash", `{"command":"rm granted.txt"}`, "dontAsk"); tr.result.GetStatus() != "denied" {
+		t.Fatalf("the grant widened beyond allowed-tools: rm %s", tr.result.GetStatus())
+	}
+	s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_EndTurn{EndTurn: &tacklev1.EndTurn{SessionId: id}}})
+	if tr := s.call("Bash", `{"command":"touch after.txt"}`, "dontAsk"); tr.result.GetStatus() != "denied" {
+		t.Fatalf("touch after the turn ended: %s", tr.result.GetStatus())
+	}
+}
