@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -39,5 +40,42 @@ func TestSkillGrantsEndWithTheTurn(t *testing.T) {
 	s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_EndTurn{EndTurn: &tacklev1.EndTurn{SessionId: id}}})
 	if tr := s.call("Bash", `{"command":"touch after.txt"}`, "dontAsk"); tr.result.GetStatus() != "denied" {
 		t.Fatalf("touch after the turn ended: %s", tr.result.GetStatus())
+	}
+}
+
+// A skill's frontmatter hooks run for the rest of the session once it was
+// invoked, and only in that session.
+func TestSkillHooksRegisterForTheSession(t *testing.T) {
+	d := daemontest.Start(t)
+	root := t.TempDir()
+	mark := filepath.Join(t.TempDir(), "hook-ran")
+	writeFile(t, filepath.Join(d.Home(), ".claude", "skills", "watcher", "SKILL.md"),
+		"---\ndescription: Watches Bash\nhooks:\n  PreToolUse:\n    - matcher: Bash\n      hooks:\n        - type: command\n          command: \"cat > "+mark+"\"\n---\nWatching.\n")
+	id := newSession(t, d, root, "")
+	s := attach(t, d, id)
+	if tr := s.call("Bash", `{"command":"true"}`, "bypassPermissions"); tr.result.GetStatus() != "completed" {
+		t.Fatal(resultText(tr.result))
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the skill's hook ran before the skill was invoked")
+	}
+	if tr := s.call("Skill", `{"skill":"watcher"}`, "bypassPermissions"); tr.result.GetStatus() != "completed" {
+		t.Fatalf("Skill: %s", resultText(tr.result))
+	}
+	if tr := s.call("Bash", `{"command":"true"}`, "bypassPermissions"); tr.result.GetStatus() != "completed" {
+		t.Fatal(resultText(tr.result))
+	}
+	b, err := os.ReadFile(mark)
+	if err != nil || !strings.Contains(string(b), `"tool_name":"Bash"`) {
+		t.Fatalf("the skill's PreToolUse hook did not run: %q %v", b, err)
+	}
+	// Another session of the same project does not have it.
+	os.Remove(mark)
+	other := attach(t, d, newSession(t, d, t.TempDir(), ""))
+	if tr := other.call("Bash", `{"command":"true"}`, "bypassPermissions"); tr.result.GetStatus() != "completed" {
+		t.Fatal(resultText(tr.result))
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("another session ran the skill's hook")
 	}
 }

@@ -20,6 +20,9 @@ run -bench 'NoHooks' -benchtime 200000x ./daemon/hook/
 run -bench 'NoopCommandHook' -benchtime 300x ./daemon/hook/
 run -bench 'MCPEcho' -benchtime 500x -count 3 ./integration/
 run -bench 'StartTen' -benchtime 3x ./daemon/mcp/
+run -bench 'ListTools500MCP' -benchtime 300x ./integration/
+run -bench 'Search2000$|ToolRun2000' -benchtime 500x ./daemon/toolsearch/
+run -bench 'DiscoverCold' -benchtime 10x ./daemon/skill/
 python3 - "$out" <<'PY'
 import re, sys
 import statistics
@@ -83,6 +86,13 @@ for n, label in [("BenchmarkStartTen", "server-everything (node)"), ("BenchmarkS
     if g(n, "ten/one") is not None:
         rows.append((f"Ten stdio MCP servers started together vs one alone, {label}: all connected (ten/floor: over max(one, ten servers' CPU ({g(n,'server-cpu-ms'):.0f} ms each) / cores) = {g(n,'ten/floor'):.2f})",
                      f"{g(n,'ms-ten'):.0f} ms", f"{g(n,'ms-one'):.0f} ms", f"{g(n,'ten/one'):.2f}", "≤ 1.5"))
+if g("BenchmarkListTools500MCP", "p50-µs"):
+    rows.append(("ListTools of a session with 500 MCP tools (RPC from another process, p50)", f"{g('BenchmarkListTools500MCP','p50-µs')/1000:.2f} ms", "", "", "≤ 5 ms"))
+if g("BenchmarkSearch2000", "ns/op"):
+    rows.append(("A ToolSearch keyword query over 2,000 deferred tools (index built; the whole tool call incl. JSON)",
+                 f"{g('BenchmarkSearch2000','ns/op')/1e6:.3f} ms ({g('BenchmarkToolRun2000','ns/op')/1e6:.3f} ms)", "", "", "≤ 2 ms"))
+if g("BenchmarkDiscoverCold", "ns/op"):
+    rows.append(("Discovering 1,000 skills cold (parse every SKILL.md)", f"{g('BenchmarkDiscoverCold','ns/op')/1e6:.0f} ms", "", "", "≤ 200 ms"))
 if g("BenchmarkIdleRSS", "fresh-MB"):
     rows.append(("Idle daemon RSS: fresh / idle again after a batch of 1000 Reads (peak during it)",
                  f"{g('BenchmarkIdleRSS','fresh-MB'):.1f} / {g('BenchmarkIdleRSS','idle-MB'):.1f} MB ({g('BenchmarkIdleRSS','after-MB'):.1f})", "", "", "≤ 30 MB"))
