@@ -110,6 +110,9 @@ func (l *mcpLayer) resync() {
 	if l.d.deferral != nil {
 		l.d.deferral.reset()
 	}
+	if l.d.skills != nil {
+		l.d.skills.reset()
+	}
 	for _, sess := range l.d.sessions.Loaded() {
 		l.sync(sess)
 	}

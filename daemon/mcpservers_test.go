@@ -13,39 +13,6 @@ import (
 	"github.com/tackle-agent/tackle/internal/testpeers"
 )
 
-// call runs one call in a batch (mode is the batch's permission mode) and
-// returns what the turn saw.
-func (s *stream) call(name, input, mode string) turn {
-	s.t.Helper()
-	s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
-		SessionId: s.session, Ref: "r", PermissionMode: mode,
-		Calls: []*tacklev1.ToolCall{{Id: "c", Name: name, InputJson: input}},
-	}}})
-	var tr turn
-	turnID := ""
-	for {
-		m := s.recv()
-		if ba := m.GetBatchAccepted(); ba != nil {
-			turnID = ba.GetTurnId()
-			continue
-		}
-		e := m.GetEvent()
-		if e == nil {
-			continue
-		}
-		tr.events = append(tr.events, e)
-		switch {
-		case e.GetType() == "call_result":
-			tr.result = e.GetResult()
-		case e.GetType() == "turn_ended" && turnID != "" && e.GetTurnId() == turnID:
-			if tr.result == nil {
-				s.t.Fatal("turn ended without a call_result")
-			}
-			return tr
-		}
-	}
-}
-
 // waitConnected waits until the session's MCP server name is connected
 // with its tools listed, re-checking at every tools_changed event.
 func (s *stream) waitConnected(d *daemontest.Daemon, name string) {

@@ -98,9 +98,17 @@ func (t turn) asked() bool {
 func (s *stream) write(path, mode string) turn {
 	s.t.Helper()
 	in, _ := json.Marshal(map[string]string{"file_path": path, "content": "x\n"})
+	return s.call("Write", string(in), mode)
+}
+
+// call runs one call in a batch (mode is the batch's permission mode, ""
+// for none) and returns what the turn saw. A permission request is denied
+// at once (the turn records that it asked).
+func (s *stream) call(name, input, mode string) turn {
+	s.t.Helper()
 	s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
 		SessionId: s.session, Ref: "r", PermissionMode: mode,
-		Calls: []*tacklev1.ToolCall{{Id: "w", Name: "Write", InputJson: string(in)}},
+		Calls: []*tacklev1.ToolCall{{Id: "c", Name: name, InputJson: input}},
 	}}})
 	var tr turn
 	turnID := ""

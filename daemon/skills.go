@@ -37,20 +37,53 @@ type skillLayer struct {
 	catalog *skill.Catalog
 
 	mu    sync.Mutex
-	dyn   map[string]*skill.Dynamic     // by session id
-	usage map[string]map[string]int     // by session id, then skill name
-	hooks map[string]map[string]bool    // skills whose hooks a session registered
+	dyn   map[string]*skill.Dynamic  // by session id
+	usage map[string]map[string]int  // by session id, then skill name
+	hooks map[string]map[string]bool // skills whose hooks a session registered
+	seen  map[string]map[string]bool // by session id: the active skills at the last skills_changed
+	// src caches each session's sources (see sources); srcGen tells a
+	// sources call that raced with reset not to store.
+	src    map[string]skill.Sources
+	srcGen uint64
 }
 
 func newSkillLayer(d *Daemon) *skillLayer {
 	return &skillLayer{
 		d: d, catalog: skill.NewCatalog(&skill.Options{Logger: d.log.Named("skill")}),
 		dyn: map[string]*skill.Dynamic{}, usage: map[string]map[string]int{}, hooks: map[string]map[string]bool{},
+		seen: map[string]map[string]bool{}, src: map[string]skill.Sources{},
 	}
 }
 
-// sources are the places a session's skills come from.
+// sources are the places a session's skills come from, cached per session
+// until its current directory moves or a settings file changes (reset).
 func (l *skillLayer) sources(sess *session.Session) skill.Sources {
+	cwd := sess.Cwd()
+	l.mu.Lock()
+	c, ok := l.src[sess.ID()]
+	gen := l.srcGen
+	l.mu.Unlock()
+	if ok && c.Cwd == cwd {
+		return c
+	}
+	src := l.readSources(sess)
+	l.mu.Lock()
+	if l.srcGen == gen {
+		l.src[sess.ID()] = src
+	}
+	l.mu.Unlock()
+	return src
+}
+
+// reset drops the cached sources (a settings file changed: plugins).
+func (l *skillLayer) reset() {
+	l.mu.Lock()
+	clear(l.src)
+	l.srcGen++
+	l.mu.Unlock()
+}
+
+func (l *skillLayer) readSources(sess *session.Session) skill.Sources {
 	dirs := sess.WorkingDirs()
 	src := skill.Sources{
 		Root: sess.Root(), Cwd: sess.Cwd(), ConfigHome: l.d.opts.ConfigHome, Home: l.d.opts.Home,
@@ -133,11 +166,18 @@ func (l *skillLayer) view(sess *session.Session) *skill.View {
 func (l *skillLayer) touched(sess *session.Session, path string) {
 	d := l.dynamic(sess.ID())
 	src := l.sources(sess)
-	before := activeNames(l.catalog.View(src, d, nil))
 	if !d.Touch(l.catalog, src, []string{path}) {
 		return
 	}
 	after := activeNames(l.catalog.View(src, d, nil))
+	l.mu.Lock()
+	before := l.seen[sess.ID()]
+	l.seen[sess.ID()] = after
+	l.mu.Unlock()
+	if before == nil {
+		// The first change: before it the session had only its static skills.
+		before = activeNames(l.catalog.View(src, skill.NewDynamic(), nil))
+	}
 	var added []string
 	for n := range after {
 		if !before[n] {
@@ -170,6 +210,8 @@ func (l *skillLayer) release(sessionID string) {
 	delete(l.dyn, sessionID)
 	delete(l.usage, sessionID)
 	delete(l.hooks, sessionID)
+	delete(l.seen, sessionID)
+	delete(l.src, sessionID)
 	l.mu.Unlock()
 	l.d.hooks.DropSession(sessionID)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 )
@@ -19,6 +20,31 @@ type Dynamic struct {
 	nested    []string        // directories holding .tackle/skills or .claude/skills, in load order
 	nestedSet map[string]bool // the same, as a set
 	active    map[string]bool // activation keys (activationKey) of activated skills
+
+	// The view Touch matches paths against, reused for viewTTL: Touch runs
+	// after every Read, Write and Edit, and a full discovery reads every
+	// skills directory. A skill file added since is seen within viewTTL.
+	viewMu  sync.Mutex
+	viewKey string
+	viewAt  time.Time
+	view    *View
+}
+
+// viewTTL is how long Touch reuses the view of the same sources.
+const viewTTL = time.Second
+
+// pathsView returns the view to match paths against: the cached one when
+// it is recent, for the same sources and nothing changed since.
+func (d *Dynamic) pathsView(c *Catalog, src Sources, changed bool) *View {
+	key := strings.Join(append(append([]string{src.Root, src.Cwd, src.ConfigHome, src.Home, src.ManagedDir}, src.AdditionalDirs...), src.Plugins...), "\x00")
+	d.viewMu.Lock()
+	defer d.viewMu.Unlock()
+	if !changed && d.view != nil && d.viewKey == key && time.Since(d.viewAt) < viewTTL {
+		return d.view
+	}
+	d.view = c.View(src, d, nil)
+	d.viewKey, d.viewAt = key, time.Now()
+	return d.view
 }
 
 // NewDynamic returns an empty state: no nested skills, no activated ones.
@@ -125,7 +151,8 @@ func (d *Dynamic) Touch(c *Catalog, src Sources, paths []string) bool {
 	if len(rels) == 0 {
 		return changed
 	}
-	v := c.View(src, d, nil)
+	v := d.pathsView(c, src, changed)
+	activated := false
 	for _, sk := range v.skills {
 		if len(sk.Paths) == 0 || v.active[sk.Name] {
 			continue
@@ -135,14 +162,19 @@ func (d *Dynamic) Touch(c *Catalog, src Sources, paths []string) bool {
 				d.mu.Lock()
 				if !d.active[activationKey(sk)] {
 					d.active[activationKey(sk)] = true
-					changed = true
+					activated = true
 				}
 				d.mu.Unlock()
 				break
 			}
 		}
 	}
-	return changed
+	if activated {
+		d.viewMu.Lock()
+		d.view = nil // its active set is stale
+		d.viewMu.Unlock()
+	}
+	return changed || activated
 }
 
 // MatchPaths reports whether rel (slash-separated, relative to the project
