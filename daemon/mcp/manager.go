@@ -14,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
 // Options configures a Manager. The zero value (or nil) gives the defaults.
@@ -59,6 +60,49 @@ type Manager struct {
 	conns    map[string]*Conn
 	sessions map[string]*sessionUse
 	closed   bool
+
+	specMu sync.Mutex // guards specs
+	// specs caches each listed tool's spec (its schema re-encoded), by the
+	// go-sdk's *Tool of a list: a refreshed list brings new pointers.
+	specs map[specKey]tool.Spec
+}
+
+// specKey identifies a tool of a server's list.
+type specKey struct {
+	server string
+	t      *mcpsdk.Tool
+}
+
+// maxCachedSpecs bounds Manager.specs; past it the cache starts over.
+const maxCachedSpecs = 20000
+
+// specOf returns the spec of t, a tool of server's current list.
+func (m *Manager) specOf(server string, t *mcpsdk.Tool) tool.Spec {
+	build := func() tool.Spec {
+		return tool.Spec{
+			Name:        ToolName(server, t.Name),
+			Description: cutDescription(t.Description),
+			InputSchema: inputSchema(t.InputSchema),
+		}
+	}
+	if m == nil {
+		return build()
+	}
+	k := specKey{server, t}
+	m.specMu.Lock()
+	sp, ok := m.specs[k]
+	m.specMu.Unlock()
+	if ok {
+		return sp
+	}
+	sp = build()
+	m.specMu.Lock()
+	if m.specs == nil || len(m.specs) >= maxCachedSpecs {
+		m.specs = map[specKey]tool.Spec{}
+	}
+	m.specs[k] = sp
+	m.specMu.Unlock()
+	return sp
 }
 
 // sessionUse is what one session uses.

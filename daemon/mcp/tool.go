@@ -152,11 +152,7 @@ type mcpTool struct {
 
 func newTool(m *Manager, sessionID, server string, alwaysLoad bool, t *mcpsdk.Tool, o ToolOptions) *mcpTool {
 	mt := &mcpTool{m: m, sessionID: sessionID, server: server, name: t.Name, opts: o}
-	mt.spec = tool.Spec{
-		Name:        ToolName(server, t.Name),
-		Description: cutDescription(t.Description),
-		InputSchema: inputSchema(t.InputSchema),
-	}
+	mt.spec = m.specOf(server, t)
 	mt.attrs = tool.Attributes{
 		Origin:           tool.OriginMCPPrefix + server,
 		Deferred:         !alwaysLoad,
