@@ -1,16 +1,12 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -138,54 +134,8 @@ func benchMCPDirect(b *testing.B, t mcpsdk.Transport) {
 // free port until the benchmark ends and returns its endpoint.
 func startEverythingHTTP(b *testing.B) string {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(testpeers.Bin(b, "mcp-server-everything"), "streamableHttp")
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	r, w, err := os.Pipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	w.Close()
-	ready := make(chan bool, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer r.Close()
-		sc := bufio.NewScanner(r)
-		said := false
-		for sc.Scan() { // drains the output to the end
-			if !said && strings.Contains(sc.Text(), "port "+strconv.Itoa(port)) {
-				said = true
-				ready <- !strings.Contains(sc.Text(), "in use")
-			}
-		}
-		if !said {
-			ready <- false
-		}
-	}()
-	b.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-		<-done
-	})
-	select {
-	case ok := <-ready:
-		if !ok {
-			b.Fatalf("server-everything streamableHttp did not start on port %d", port)
-		}
-	case <-time.After(60 * time.Second):
-		b.Fatal("server-everything streamableHttp did not say it listens")
-	}
+	port := freePort(b)
+	startHTTPEverything(b, "streamableHttp", port)
 	return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
 }
 

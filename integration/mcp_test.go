@@ -365,7 +365,7 @@ func TestMCPConfigProblemsExpansionAndEvents(t *testing.T) {
 // startHTTPEverything runs server-everything's Streamable HTTP (mode
 // "streamableHttp", path /mcp) or SSE (mode "sse", path /sse) server on
 // port, in its own process group; stop kills the group and waits.
-func startHTTPEverything(t *testing.T, mode string, port int) (stop func()) {
+func startHTTPEverything(t testing.TB, mode string, port int) (stop func()) {
 	t.Helper()
 	cmd := exec.Command(testpeers.Bin(t, "mcp-server-everything"), mode)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
@@ -408,7 +408,7 @@ func startHTTPEverything(t *testing.T, mode string, port int) (stop func()) {
 	return stop
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
