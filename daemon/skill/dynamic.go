@@ -120,6 +120,9 @@ func (d *Dynamic) Touch(c *Catalog, src Sources, paths []string) bool {
 		default:
 			continue
 		}
+		if inDependencyDir(base, a) {
+			continue // a package manager's tree: its skills are not the project's
+		}
 		var chain []string
 		for dir := filepath.Dir(a); dir != base && within(base, dir); dir = filepath.Dir(dir) {
 			chain = append(chain, dir)
@@ -208,4 +211,23 @@ func MatchPaths(globs []string, rel string) bool {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
+}
+
+// dependencyDirs are directories of installed dependencies: skills nested
+// in them belong to the packages, not to the project, and do not load.
+var dependencyDirs = map[string]bool{"node_modules": true, "vendor": true, ".venv": true, "venv": true, "site-packages": true, ".git": true}
+
+// inDependencyDir reports whether path lies in a dependency directory
+// below base.
+func inDependencyDir(base, path string) bool {
+	rel, err := filepath.Rel(base, path)
+	if err != nil {
+		return false
+	}
+	for _, part := range strings.Split(filepath.ToSlash(rel), "/") {
+		if dependencyDirs[part] {
+			return true
+		}
+	}
+	return false
 }

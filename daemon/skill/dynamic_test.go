@@ -22,6 +22,8 @@ func TestTouchNested(t *testing.T) {
 	write(t, root, "pkg/web/.tackle/skills/api-docs/SKILL.md", skillMD("web docs"))
 	write(t, root, "pkg/api/handlers/h.go", "package handlers\n")
 	write(t, root, "outside/.claude/skills/far/SKILL.md", skillMD("never"))
+	write(t, root, "node_modules/pkg/.claude/skills/dep/SKILL.md", skillMD("a dependency's"))
+	write(t, root, "node_modules/pkg/index.js", "module.exports = 1\n")
 
 	c := skill.NewCatalog(&skill.Options{Builtin: emptyBuiltin})
 	src := skill.Sources{Root: root, Cwd: root}
@@ -39,6 +41,7 @@ func TestTouchNested(t *testing.T) {
 	}{
 		{"a file outside the cwd", []string{filepath.Join(tmp, "elsewhere", "x.go")}, false, []string{"lint project root lint"}},
 		{"a file in the cwd itself", []string{"README.md"}, false, []string{"lint project root lint"}},
+		{"a dependency's file (node_modules)", []string{"node_modules/pkg/index.js"}, false, []string{"lint project root lint"}},
 		{"read below api (relative path)", []string{"pkg/api/handlers/h.go"}, true, []string{
 			"api-docs nested api docs", "api:lint nested api lint", "lint project root lint"}},
 		{"again: nothing new", []string{filepath.Join(root, "pkg/api/handlers/h.go")}, false, []string{
