@@ -420,6 +420,15 @@ func (l *skillLayer) Render(ctx context.Context, sess *session.Session, name, ar
 		return strings.TrimRight(sb.String(), "\n")
 	}
 	text := skill.Render(sk, args, skill.Vars{SessionID: sess.ID(), ProjectDir: sess.Root(), Effort: sk.Effort}, run)
+	// A person invoked it: its hooks join the session and its allowed-tools
+	// hold for the turn the rendered prompt starts, as for the model's Skill.
+	if len(sk.Hooks) > 0 {
+		trusted := trustedSkill(sk) || l.d.trust.Trusted(sess.Root())
+		if err := l.d.hooks.AddSession(sess.ID(), "skill "+name, sk.Hooks, trusted); err != nil {
+			return server.RenderedSkill{}, err
+		}
+	}
+	l.d.perms.grant(sess.ID(), name, sk.AllowedTools)
 	return server.RenderedSkill{Text: text, AllowedTools: sk.AllowedTools, Model: sk.Model, Effort: sk.Effort}, nil
 }
 

@@ -79,3 +79,24 @@ func TestSkillHooksRegisterForTheSession(t *testing.T) {
 		t.Error("another session ran the skill's hook")
 	}
 }
+
+// A person's invocation (RenderSkill) grants the skill's allowed-tools for
+// the turn too.
+func TestRenderSkillGrants(t *testing.T) {
+	d := daemontest.Start(t)
+	root := t.TempDir()
+	writeFile(t, filepath.Join(root, ".claude", "skills", "toucher", "SKILL.md"),
+		"---\ndescription: Touches files\nallowed-tools: Bash(touch:*)\n---\nTouch $ARGUMENTS.\n")
+	id := newSession(t, d, root, "")
+	s := attach(t, d, id)
+	res, err := d.Client().RenderSkill(t.Context(), &tacklev1.RenderSkillRequest{SessionId: id, Name: "toucher", Args: "a.txt"})
+	if err != nil || res.GetText() != "Touch a.txt.\n" || len(res.GetAllowedTools()) != 1 {
+		t.Fatalf("RenderSkill: %+v %v", res, err)
+	}
+	if tr := s.call("Bash", `{"command":"touch a.txt"}`, "dontAsk"); tr.result.GetStatus() != "completed" {
+		t.Fatalf("touch after a person invoked the skill: %s", tr.result.GetStatus())
+	}
+	if _, err := d.Client().RenderSkill(t.Context(), &tacklev1.RenderSkillRequest{SessionId: id, Name: "nope"}); err == nil {
+		t.Error("an unknown skill rendered")
+	}
+}
