@@ -474,3 +474,23 @@ func TestMCPHTTPServerRestartedOnTheSamePort(t *testing.T) {
 		t.Fatalf("echo after the HTTP server came back: %+v", last)
 	}
 }
+
+// The first command in a directory may be a tackle mcp one: the default
+// session it opens records this client's environment, so ${VAR}s expand.
+func TestMCPFirstCommandOpensSessionWithEnvironment(t *testing.T) {
+	e := newEnv(t)
+	e.vars = append(e.vars, "TACKLE_TEST_VALUE=from-the-first-client")
+	r := e.tackle("", "mcp", "add", "--scope", "user", "-e", "FROM_CLIENT=${TACKLE_TEST_VALUE}", "every", "--", testpeers.Bin(t, "mcp-server-everything"), "stdio")
+	if r.code != 0 {
+		t.Fatalf("mcp add: %s", r.stderr)
+	}
+	s := e.waitMCP("every", connected)
+	r = e.tackle("", "mcp", "get", "every")
+	if strings.Contains(r.stdout, "TACKLE_TEST_VALUE") {
+		t.Errorf("the variable was reported unset:\n%s", r.stdout)
+	}
+	res, _ := e.callJSON("mcp__every__get-env", map[string]any{}, "--permission-mode", "bypassPermissions")
+	if !strings.Contains(res.text(), `"FROM_CLIENT": "from-the-first-client"`) {
+		t.Errorf("server %d environment lacks the client's value:\n%.1500s", s.PID, res.text())
+	}
+}

@@ -24,18 +24,6 @@ func (a *app) mcpCommand() *cobra.Command {
 	return cmd
 }
 
-// target fills the session id or cwd of a request from --session/--cwd/TACKLE_SESSION.
-func (a *app) target(sf *sessionFlags) (sessionID, cwd string, err error) {
-	switch {
-	case sf.session != "":
-		return sf.session, "", nil
-	case a.getenv("TACKLE_SESSION") != "" && sf.cwd == "":
-		return a.getenv("TACKLE_SESSION"), "", nil
-	}
-	dir, err := absDir(sf.cwd)
-	return "", dir, err
-}
-
 // mcpServerJSON is the --json shape of a server.
 type mcpServerJSON struct {
 	Name       string   `json:"name"`
@@ -75,12 +63,8 @@ func mcpServerToJSON(s *tacklev1.McpServer) mcpServerJSON {
 	return out
 }
 
-func (a *app) listMcp(ctx context.Context, c *client.Client, sf *sessionFlags, all bool) (*tacklev1.ListMcpServersResponse, error) {
-	sid, cwd, err := a.target(sf)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Service().ListMcpServers(ctx, &tacklev1.ListMcpServersRequest{SessionId: sid, Cwd: cwd, All: all})
+func listMcp(ctx context.Context, c *client.Client, sid string, all bool) (*tacklev1.ListMcpServersResponse, error) {
+	resp, err := c.Service().ListMcpServers(ctx, &tacklev1.ListMcpServersRequest{SessionId: sid, All: all})
 	if err != nil {
 		return nil, fmt.Errorf("listing MCP servers: %w", client.Err(err))
 	}
@@ -98,8 +82,8 @@ func (a *app) mcpListCommand() *cobra.Command {
 		Short:   "List the MCP servers of a session (default: the current directory's) with their state",
 		Args:    cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := a.listMcp(ctx, c, &sf, all)
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := listMcp(ctx, c, sid, all)
 				if err != nil {
 					return err
 				}
@@ -149,8 +133,8 @@ func problemLine(p *tacklev1.McpProblem) string {
 }
 
 // findMcp returns the named server of the session, or an error listing the known ones.
-func (a *app) findMcp(ctx context.Context, c *client.Client, sf *sessionFlags, name string) (*tacklev1.McpServer, error) {
-	resp, err := a.listMcp(ctx, c, sf, false)
+func findMcp(ctx context.Context, c *client.Client, sid, name string) (*tacklev1.McpServer, error) {
+	resp, err := listMcp(ctx, c, sid, false)
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +166,8 @@ func (a *app) mcpGetCommand() *cobra.Command {
 		Short: "Show one MCP server: where it is configured, its state, process and tools",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				s, err := a.findMcp(ctx, c, &sf, args[0])
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				s, err := findMcp(ctx, c, sid, args[0])
 				if err != nil {
 					return err
 				}
@@ -427,12 +411,8 @@ func (a *app) mcpReconnectCommand() *cobra.Command {
 		Short: "Reconnect an MCP server (also one that failed and stopped restarting)",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			sid, cwd, err := a.target(&sf)
-			if err != nil {
-				return err
-			}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Service().ReconnectMcpServer(ctx, &tacklev1.ReconnectMcpServerRequest{SessionId: sid, Cwd: cwd, Name: args[0]})
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := c.Service().ReconnectMcpServer(ctx, &tacklev1.ReconnectMcpServerRequest{SessionId: sid, Name: args[0]})
 				if err != nil {
 					return fmt.Errorf("reconnecting MCP server %q: %w", args[0], client.Err(err))
 				}
@@ -501,12 +481,8 @@ func (a *app) mcpLogsCommand() *cobra.Command {
 		Short: "Print the end of an MCP server's stderr log",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			sid, cwd, err := a.target(&sf)
-			if err != nil {
-				return err
-			}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Service().ReadMcpLogs(ctx, &tacklev1.ReadMcpLogsRequest{SessionId: sid, Cwd: cwd, Name: args[0], TailBytes: tail})
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := c.Service().ReadMcpLogs(ctx, &tacklev1.ReadMcpLogsRequest{SessionId: sid, Name: args[0], TailBytes: tail})
 				if err != nil {
 					return fmt.Errorf("reading the log of MCP server %q: %w", args[0], client.Err(err))
 				}
@@ -548,12 +524,8 @@ func (a *app) mcpPromptsCommand() *cobra.Command {
 		Short: "List an MCP server's prompts",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			sid, cwd, err := a.target(&sf)
-			if err != nil {
-				return err
-			}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Service().ListMcpPrompts(ctx, &tacklev1.ListMcpPromptsRequest{SessionId: sid, Cwd: cwd, Server: args[0]})
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := c.Service().ListMcpPrompts(ctx, &tacklev1.ListMcpPromptsRequest{SessionId: sid, Server: args[0]})
 				if err != nil {
 					return fmt.Errorf("listing the prompts of MCP server %q: %w", args[0], client.Err(err))
 				}
@@ -600,11 +572,7 @@ func (a *app) mcpPromptCommand() *cobra.Command {
 		Short: "Render an MCP server's prompt with arguments",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			sid, cwd, err := a.target(&sf)
-			if err != nil {
-				return err
-			}
-			req := &tacklev1.GetPromptRequest{SessionId: sid, Cwd: cwd, Server: args[0], Name: args[1], Arguments: map[string]string{}}
+			req := &tacklev1.GetPromptRequest{Server: args[0], Name: args[1], Arguments: map[string]string{}}
 			for _, kv := range args[2:] {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
@@ -612,7 +580,8 @@ func (a *app) mcpPromptCommand() *cobra.Command {
 				}
 				req.Arguments[k] = v
 			}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				req.SessionId = sid
 				ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 				defer cancel()
 				resp, err := c.Service().GetPrompt(ctx, req)

@@ -51,12 +51,8 @@ func skillToJSON(k *tacklev1.SkillInfo) skillJSON {
 	}
 }
 
-func (a *app) listSkills(ctx context.Context, c *client.Client, sf *sessionFlags, shadowed bool) (*tacklev1.ListSkillsResponse, error) {
-	sid, cwd, err := a.target(sf)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := c.Service().ListSkills(ctx, &tacklev1.ListSkillsRequest{SessionId: sid, Cwd: cwd, Shadowed: shadowed})
+func listSkills(ctx context.Context, c *client.Client, sid string, shadowed bool) (*tacklev1.ListSkillsResponse, error) {
+	resp, err := c.Service().ListSkills(ctx, &tacklev1.ListSkillsRequest{SessionId: sid, Shadowed: shadowed})
 	if err != nil {
 		return nil, fmt.Errorf("listing skills: %w", client.Err(err))
 	}
@@ -74,8 +70,8 @@ func (a *app) skillsListCommand() *cobra.Command {
 		Short:   "List a session's skills: name, who may invoke it, where it comes from",
 		Args:    cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := a.listSkills(ctx, c, &sf, shadowed)
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := listSkills(ctx, c, sid, shadowed)
 				if err != nil {
 					return err
 				}
@@ -141,12 +137,8 @@ func (a *app) skillsShowCommand() *cobra.Command {
 		Short: "Show a skill: its fields and its body",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			sid, cwd, err := a.target(&sf)
-			if err != nil {
-				return err
-			}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Service().GetSkill(ctx, &tacklev1.GetSkillRequest{SessionId: sid, Cwd: cwd, Name: args[0]})
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := c.Service().GetSkill(ctx, &tacklev1.GetSkillRequest{SessionId: sid, Name: args[0]})
 				if err != nil {
 					return client.Err(err)
 				}
@@ -210,8 +202,8 @@ func (a *app) skillsDoctorCommand() *cobra.Command {
 		Short: "Report skill files that cannot be read (file, line, reason), warnings and shadowed names",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := a.listSkills(ctx, c, &sf, true)
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := listSkills(ctx, c, sid, true)
 				if err != nil {
 					return err
 				}
@@ -301,13 +293,10 @@ Its !` + "`cmd`" + ` lines run through tackle's pipeline as Bash calls: permissi
 			if err := checkMode(mode); err != nil {
 				return err
 			}
-			sid, cwd, err := a.target(&sf)
-			if err != nil {
-				return err
-			}
-			req := &tacklev1.RenderSkillRequest{SessionId: sid, Cwd: cwd, Name: args[0], Args: strings.Join(args[1:], " "),
+			req := &tacklev1.RenderSkillRequest{Name: args[0], Args: strings.Join(args[1:], " "),
 				PermissionMode: mode, PermissionTimeoutSeconds: timeout}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				req.SessionId = sid
 				resp, err := c.Service().RenderSkill(ctx, req)
 				if err != nil {
 					return client.Err(err)

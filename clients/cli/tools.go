@@ -22,20 +22,8 @@ func (a *app) toolsCommand() *cobra.Command {
 		Short: "List the tools of a session as the model sees them, with their attributes",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
-			req := &tacklev1.ListToolsRequest{All: all}
-			switch {
-			case sf.session != "":
-				req.SessionId = sf.session
-			case a.getenv("TACKLE_SESSION") != "" && sf.cwd == "":
-				req.SessionId = a.getenv("TACKLE_SESSION")
-			default:
-				dir, err := absDir(sf.cwd)
-				if err != nil {
-					return err
-				}
-				req.Cwd = dir
-			}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				req := &tacklev1.ListToolsRequest{SessionId: sid, All: all}
 				resp, err := c.Service().ListTools(ctx, req)
 				if err != nil {
 					return fmt.Errorf("listing tools: %w", client.Err(err))
@@ -119,12 +107,8 @@ func (a *app) toolsLoadCommand() *cobra.Command {
 		Short: "Load deferred tools for a session (names seen in earlier history), as ToolSearch select: does",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
-			sid, cwd, err := a.target(&sf)
-			if err != nil {
-				return err
-			}
-			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				resp, err := c.Service().LoadTools(ctx, &tacklev1.LoadToolsRequest{SessionId: sid, Cwd: cwd, Names: args})
+			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
+				resp, err := c.Service().LoadTools(ctx, &tacklev1.LoadToolsRequest{SessionId: sid, Names: args})
 				if err != nil {
 					return fmt.Errorf("loading tools: %w", client.Err(err))
 				}
