@@ -265,7 +265,6 @@ func (m *Manager) closeAll(conns []*Conn, wait bool) {
 	if len(conns) == 0 {
 		return
 	}
-	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, c := range conns {
 		wg.Add(1)
@@ -276,19 +275,25 @@ func (m *Manager) closeAll(conns []*Conn, wait bool) {
 			c.close()
 		}()
 	}
-	if !wait {
-		return
+	if wait && !waitBounded(&wg, closeBound) {
+		m.log.Warn("some MCP servers did not stop in time", "bound", closeBound)
 	}
+}
+
+// waitBounded waits for wg at most d and reports whether it finished.
+func waitBounded(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
 	go func() {
 		wg.Wait()
 		close(done)
 	}()
-	t := time.NewTimer(closeBound)
+	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-done:
+		return true
 	case <-t.C:
-		m.log.Warn("some MCP servers did not stop in time", "bound", closeBound)
+		return false
 	}
 }
 
@@ -457,15 +462,5 @@ func (m *Manager) Close() {
 	m.mu.Unlock()
 	m.closeAll(conns, true)
 	// Conns dropped by Release earlier may still be stopping.
-	done := make(chan struct{})
-	go func() {
-		m.closing.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(closeBound)
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	}
+	waitBounded(&m.closing, closeBound)
 }
