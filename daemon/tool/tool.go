@@ -92,6 +92,25 @@ type Call struct {
 	// (validation, hooks, permission in the parent turn's mode — a person
 	// may be asked) as part of this call: the Skill tool's !`cmd` lines.
 	Nested NestedFunc
+	// ReadGuard, if set, says which paths the session's Read deny rules
+	// cover. The pipeline sets it (nil when no Read deny rule applies); a
+	// tool that walks directories (Grep, Glob) skips what it denies and says
+	// how many it skipped, since the permission stage saw only the root.
+	ReadGuard ReadGuard
+}
+
+// ReadGuard reports what the session's Read deny rules cover, for tools
+// that read more than the paths the permission stage saw. Implementations
+// are safe for concurrent use.
+type ReadGuard interface {
+	// Denied reports whether a Read deny rule covers path (absolute,
+	// clean): the path itself or a directory above it. A walk skips a
+	// denied directory whole.
+	Denied(path string) bool
+	// DeniedFile reports whether the regular file with this device and
+	// inode is a file a Read deny rule covers under another name (a hard
+	// link). Call it only for files with more than one link.
+	DeniedFile(dev, ino uint64) bool
 }
 
 // NestedFunc runs a tool call through the pipeline and returns its result:
@@ -229,6 +248,23 @@ type Access struct {
 	// Writes are absolute paths the call creates or changes, for Edit(spec)
 	// rules: the file of Edit and Write, Bash redirection targets.
 	Writes []string
+	// Redirects are the Writes that are shell redirection targets (`> f`,
+	// `>> f`, `&> f`, a here-string's target is not one). An allow rule for
+	// the command never covers them: they are decided as Edit (allowed in
+	// acceptEdits inside the working directories or by an Edit allow rule,
+	// asked otherwise).
+	Redirects []string
+	// RecursiveReads are directories (absolute, symlinks resolved) whose
+	// whole tree the call reads: `grep -r PAT DIR`, `rg`, `find DIR -exec
+	// cat`, `ag`, …. The call asks when a Read deny rule may cover anything
+	// below one of them (deny rules matching the directory itself deny).
+	RecursiveReads []string
+	// RepoReads are repository roots whose content a git command prints
+	// without naming literal paths (`git show HEAD`, `git log -p`, `git
+	// grep`, `git cat-file -p SHA`): the call asks when any Read deny rule
+	// may cover something in the repository. A git command whose content
+	// paths are literal lists them in Reads instead.
+	RepoReads []string
 	// Domain is the host a network call reaches, for WebFetch(domain:…) rules.
 	Domain string
 	// Specifier is what Tool(spec) rules of other tools match: a skill's
