@@ -656,7 +656,9 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 		return cancelled(), nil
 	}
 
-	// Handler.
+	// Handler. A tool that walks directories skips what a Read deny rule
+	// covers: the permission stage saw only the call's root.
+	call.ReadGuard = d.readGuard(s, t)
 	d.setState(s, tr, cr, event.StateRunning)
 	sink := newProgressSink(func(txt string) { d.append(s, progressEvent(tr.id, cr.info.ID, name, txt)) })
 	o := d.invoke(ctx, p.tool, call, cr, sink.progress)
@@ -790,6 +792,21 @@ func (d *Dispatcher) decide(ctx context.Context, s Session, t *Turn, hev ToolEve
 		dec.Verdict, dec.Reason = permission.Deny, fmt.Sprintf("the permission policy answered %q, which tackle treats as a deny", dec.Verdict)
 	}
 	return dec
+}
+
+// readGuard is what the session's Read deny rules cover (nil: none).
+func (d *Dispatcher) readGuard(s Session, t *Turn) tool.ReadGuard {
+	var rules *permission.Rules
+	switch {
+	case t.rules != nil:
+		rules = t.rules()
+	case d.opts.Rules != nil:
+		rules = d.opts.Rules(s)
+	}
+	if rules == nil {
+		return nil
+	}
+	return rules.ReadGuard(s.Cwd(), sessionRoot(s), "")
 }
 
 // sessionRoot is the session's root directory: where its settings come from.

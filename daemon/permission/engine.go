@@ -101,17 +101,33 @@ func (e *Engine) Decide(_ context.Context, r Request) Decision {
 		return d
 	}
 
-	// 1. Deny rules.
-	if c, what := firstMatch(rules.deny, in); c != nil {
+	// 1. Deny rules: by path, command, domain…, then through a hard link.
+	c, what := firstMatch(rules.deny, in)
+	if c == nil {
+		c, what = rules.hardLinked(rules.deny, in)
+	}
+	if c != nil {
 		step(StageDeny, string(Deny), "%s matches %s", ruleRef(&c.rule), what)
 		return finish(Deny, ByRule, ruleCopy(c), fmt.Sprintf("the deny rule %s (%s) matches %s", c.rule.Text, c.rule.Source, what))
 	}
 	step(StageDeny, outcomePass, "no deny rule matches")
 
-	// 2. Ask rules.
+	// 2. Ask rules; and a tree read whole (grep -r, git log -p) holding
+	// paths a Read deny or ask rule covers asks, in every mode: the rule
+	// must hold, and the analysis cannot see which files are printed.
 	if c, what := firstMatch(rules.ask, in); c != nil {
 		step(StageAsk, string(Ask), "%s matches %s", ruleRef(&c.rule), what)
 		return finish(Ask, ByRule, ruleCopy(c), fmt.Sprintf("the ask rule %s (%s) matches %s", c.rule.Text, c.rule.Source, what))
+	}
+	if c, what := rules.hardLinked(rules.ask, in); c != nil {
+		step(StageAsk, string(Ask), "%s matches %s", ruleRef(&c.rule), what)
+		return finish(Ask, ByRule, ruleCopy(c), fmt.Sprintf("the ask rule %s (%s) matches %s", c.rule.Text, c.rule.Source, what))
+	}
+	for _, list := range [][]*compiled{rules.deny, rules.ask} {
+		if c, what := coveredTree(list, in); c != nil {
+			step(StageAsk, string(Ask), "the call reads %s, where %s may cover paths", what, ruleRef(&c.rule))
+			return finish(Ask, ByRule, ruleCopy(c), fmt.Sprintf("the call reads %s, and the %s rule %s (%s) covers paths there", what, c.rule.Behavior, c.rule.Text, c.rule.Source))
+		}
 	}
 	step(StageAsk, outcomePass, "no ask rule matches")
 
@@ -387,7 +403,10 @@ func (e *Engine) allowedBash(r *Request, in *input, rules *Rules) (*compiled, st
 		return nil, "no command other than cd", false
 	}
 	for _, w := range in.writes {
-		if within(dirs, w) {
+		// A redirection is not the command's: an allow rule for `echo`
+		// never covers `echo a > x`. Its target is decided as an Edit.
+		redirect := contains(r.Access.Redirects, w)
+		if within(dirs, w) && (!redirect || r.EffectiveMode() == ModeAcceptEdits) {
 			continue
 		}
 		ok := false
@@ -399,7 +418,11 @@ func (e *Engine) allowedBash(r *Request, in *input, rules *Rules) (*compiled, st
 				}
 			}
 		}
-		if !ok {
+		switch {
+		case ok:
+		case redirect && within(dirs, w):
+			return nil, fmt.Sprintf("the commands are allowed, but not the redirection to %s: a redirection is an edit, allowed by an Edit allow rule or in acceptEdits", w), false
+		default:
 			return nil, fmt.Sprintf("the commands are allowed, but the write to %s is outside the working directories and no Edit allow rule covers it", w), false
 		}
 	}

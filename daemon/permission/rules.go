@@ -20,6 +20,9 @@ type Rules struct {
 	ignored          []Rule
 	ignoredDirs      []string
 	problems         []RuleProblem
+	// links caches the files path rules cover, for hard-link checks: a
+	// new one for every LoadRules (every turn), since files change.
+	links *linkIndex
 }
 
 // NewRules returns the rules of rs (each with its Behavior set), in order.
@@ -168,7 +171,9 @@ func (b *builder) addDir(d string) {
 // per call.
 func LoadRules(s *config.Settings, trusted bool, session []Rule) (*Rules, []RuleProblem) {
 	base := loadBase(s, trusted)
-	rs := base
+	cur := *base // base is cached across turns; the link cache is not
+	cur.links = &linkIndex{}
+	rs := &cur
 	if len(session) > 0 {
 		b := newBuilder()
 		cp := *base
@@ -176,6 +181,7 @@ func LoadRules(s *config.Settings, trusted bool, session []Rule) (*Rules, []Rule
 		cp.ask = append([]*compiled(nil), base.ask...)
 		cp.allow = append([]*compiled(nil), base.allow...)
 		cp.problems = append([]RuleProblem(nil), base.problems...)
+		cp.links = &linkIndex{}
 		b.rules = &cp
 		for _, list := range [][]*compiled{cp.deny, cp.ask, cp.allow} {
 			for _, c := range list {
