@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
 // The Goroot benchmarks time a tool over Go's source tree against its
@@ -180,4 +181,42 @@ func BenchmarkGlobGoroot(b *testing.B) {
 
 func fmtSscanf(l string, more *int) (int, error) {
 	return fmt.Sscanf(l, "(results truncated: %d more", more)
+}
+
+// BenchmarkGuard times Grep and Glob over Go's source tree without a
+// ReadGuard and with one that denies nothing, interleaved, and reports
+// both and their ratio: what a Read deny rule that applies to the session
+// but not to the tree costs a search (the fake's Denied is a prefix check;
+// the pipeline's rule matching adds its own).
+func BenchmarkGuard(b *testing.B) {
+	dir := filepath.Join(runtime.GOROOT(), "src")
+	grep, glob := tools()
+	for _, tc := range []struct {
+		name  string
+		tl    tool.Tool
+		input map[string]any
+	}{
+		{"grep-files", grep, map[string]any{"pattern": `errors\.New\(`, "head_limit": 0}},
+		{"grep-content", grep, map[string]any{"pattern": `errors\.New\(`, "output_mode": "content", "head_limit": 0}},
+		{"glob-tests", glob, map[string]any{"pattern": "**/*_test.go"}},
+		{"glob-all", glob, map[string]any{"pattern": "**/*"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			run := func(rg tool.ReadGuard) time.Duration {
+				start := time.Now()
+				if out, isErr := callGuarded(b, tc.tl, dir, tc.input, rg); isErr {
+					b.Fatal(out)
+				}
+				return time.Since(start)
+			}
+			var tNone, tGuard time.Duration
+			for b.Loop() {
+				tNone += run(nil)
+				tGuard += run(denyNothing())
+			}
+			b.ReportMetric(float64(tNone.Microseconds())/float64(b.N)/1000, "none-ms")
+			b.ReportMetric(float64(tGuard.Microseconds())/float64(b.N)/1000, "guard-ms")
+			b.ReportMetric(float64(tGuard)/float64(tNone), "ratio")
+		})
+	}
 }

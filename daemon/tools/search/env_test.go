@@ -18,11 +18,18 @@ func TestMain(m *testing.M) {
 // returns the text of the result and whether it is an error.
 func call(t testing.TB, tl tool.Tool, cwd string, input map[string]any) (string, bool) {
 	t.Helper()
+	return callGuarded(t, tl, cwd, input, nil)
+}
+
+// callGuarded is call with the ReadGuard the pipeline sets when a Read
+// deny rule applies.
+func callGuarded(t testing.TB, tl tool.Tool, cwd string, input map[string]any, rg tool.ReadGuard) (string, bool) {
+	t.Helper()
 	raw, err := json.Marshal(input)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &tool.Call{ID: "c1", Name: tl.Spec().Name, Input: raw, Env: tooltest.At(cwd)}
+	c := &tool.Call{ID: "c1", Name: tl.Spec().Name, Input: raw, Env: tooltest.At(cwd), ReadGuard: rg}
 	if err := tl.Validate(context.Background(), c); err != nil {
 		return err.Error(), true
 	}

@@ -132,21 +132,25 @@ func (g *Glob) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	if err := checkBase(p.base); err != nil {
 		return tool.ErrorResult(err.Error()), nil
 	}
-	hits, err := p.search(ctx, *g.opts.RespectGitignore, g.opts.Workers)
+	gd := newGuard(call.ReadGuard, p.root)
+	hits, err := p.search(ctx, *g.opts.RespectGitignore, g.opts.Workers, gd)
 	if err != nil {
 		return nil, fmt.Errorf("listing %s: %w", p.root, err)
 	}
-	return formatGlob(hits), nil
+	return formatGlob(hits, gd.count()), nil
 }
 
-// search returns the matching files.
-func (p *globPlan) search(ctx context.Context, respectIgnore bool, workers int) ([]globHit, error) {
+// search returns the matching files, leaving out what gd denies.
+func (p *globPlan) search(ctx context.Context, respectIgnore bool, workers int, gd *guard) ([]globHit, error) {
 	if p.literal != "" {
-		fi, err := os.Lstat(p.literal)
-		if err != nil || !fi.Mode().IsRegular() {
+		var st unix.Stat_t
+		if err := unix.Lstat(p.literal, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 			return nil, nil
 		}
-		return []globHit{{path: p.literal, mtime: fi.ModTime().UnixNano()}}, nil
+		if gd.deniesPath(p.literal) || gd.deniesLink(&st) {
+			return nil, nil
+		}
+		return []globHit{{path: p.literal, mtime: st.Mtim.Nano()}}, nil
 	}
 	if fi, err := os.Stat(p.root); err != nil || !fi.IsDir() {
 		return nil, nil
@@ -159,18 +163,19 @@ func (p *globPlan) search(ctx context.Context, respectIgnore bool, workers int) 
 	if rest, ok := strings.CutPrefix(p.rest, "**/"); ok && !strings.Contains(rest, "/") && !strings.Contains(rest, "**") {
 		nameOnly = rest
 	}
+	want := func(f *walkFile) bool { return doublestar.MatchUnvalidated(p.rest, f.rel()) }
+	if nameOnly != "" {
+		want = func(f *walkFile) bool { return doublestar.MatchUnvalidated(nameOnly, f.name) }
+	}
 	per := make([][]globHit, workers)
-	cfg := walkConfig{root: p.root, ignoreFiles: respectIgnore, workers: workers, descend: descender(p.rest)}
+	cfg := walkConfig{root: p.root, ignoreFiles: respectIgnore, workers: workers,
+		descend: descender(p.rest), want: want, guard: gd}
 	_, err := walk(ctx, cfg, func(i int, f *walkFile) {
-		if nameOnly != "" {
-			if !doublestar.MatchUnvalidated(nameOnly, f.name) {
-				return
-			}
-		} else if !doublestar.MatchUnvalidated(p.rest, f.rel()) {
-			return
-		}
 		var st unix.Stat_t
 		if err := unix.Fstatat(f.dirfd, f.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return
+		}
+		if gd.deniesLink(&st) {
 			return
 		}
 		per[i] = append(per[i], globHit{path: f.abs(), mtime: st.Mtim.Nano()})
@@ -211,32 +216,37 @@ func descender(pattern string) func(string) bool {
 	}
 }
 
-// formatGlob sorts hits newest first and caps them.
-func formatGlob(hits []globHit) *tool.Result {
-	if len(hits) == 0 {
-		r := tool.TextResult("No files found")
-		r.Display = "No files found"
-		return r
-	}
-	slices.SortFunc(hits, func(a, b globHit) int {
-		if a.mtime != b.mtime {
-			if a.mtime > b.mtime {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.path, b.path)
-	})
+// formatGlob sorts hits newest first and caps them. A last line says how
+// many paths a Read deny rule made the search skip, if any.
+func formatGlob(hits []globHit, skipped int) *tool.Result {
 	var b strings.Builder
-	n := min(len(hits), maxGlobResults)
-	for _, h := range hits[:n] {
-		b.WriteString(h.path)
-		b.WriteByte('\n')
+	display := "No files found"
+	if len(hits) == 0 {
+		b.WriteString("No files found\n")
+	} else {
+		slices.SortFunc(hits, func(a, b globHit) int {
+			if a.mtime != b.mtime {
+				if a.mtime > b.mtime {
+					return -1
+				}
+				return 1
+			}
+			return strings.Compare(a.path, b.path)
+		})
+		n := min(len(hits), maxGlobResults)
+		for _, h := range hits[:n] {
+			b.WriteString(h.path)
+			b.WriteByte('\n')
+		}
+		if len(hits) > n {
+			fmt.Fprintf(&b, "(results truncated: %d more; use a more specific pattern or path)\n", len(hits)-n)
+		}
+		display = "Found " + plural(len(hits), "file")
 	}
-	if len(hits) > n {
-		fmt.Fprintf(&b, "(results truncated: %d more; use a more specific pattern or path)\n", len(hits)-n)
+	if skipped > 0 {
+		b.WriteString(skippedNote(skipped) + "\n")
 	}
 	r := tool.TextResult(strings.TrimSuffix(b.String(), "\n"))
-	r.Display = "Found " + plural(len(hits), "file")
+	r.Display = display
 	return r
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"golang.org/x/sys/unix"
 )
 
 //go:embed grep.md
@@ -94,6 +95,8 @@ type grepPlan struct {
 	before, after int
 	lineNumbers   bool
 	headLimit     int
+	// guard is set by Run from the call's ReadGuard (nil: nothing denied).
+	guard *guard
 }
 
 func (g *Grep) plan(call *tool.Call) (*grepPlan, error) {
@@ -244,6 +247,7 @@ type grepWorker struct {
 	hits []grepHit
 	pr   printer
 	errs int
+	st   unix.Stat_t // the status of the file being searched, with a guard
 }
 
 // Run implements tool.Tool.
@@ -256,17 +260,28 @@ func (g *Grep) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	if err != nil {
 		return tool.ErrorResult(err.Error()), nil
 	}
+	p.guard = newGuard(call.ReadGuard, p.root)
 	hits, unreadable, err := p.search(ctx, fi.IsDir(), g.opts.Workers)
 	if err != nil {
 		return nil, fmt.Errorf("searching %s: %w", p.root, err)
 	}
-	return p.format(hits, unreadable), nil
+	skipped := p.guard.count()
+	if !fi.IsDir() && skipped > 0 {
+		return tool.ErrorResult(fmt.Sprintf("%s was not searched: a Read deny rule covers it (a hard link to a denied file counts as that file); search another path", p.root)), nil
+	}
+	return p.format(hits, unreadable, skipped), nil
 }
 
-// search runs the search and returns the files with matches.
+// search runs the search and returns the files with matches and the
+// number of paths that could not be read. What p.guard denies is skipped
+// (and counted there).
 func (p *grepPlan) search(ctx context.Context, isDir bool, workers int) ([]grepHit, int, error) {
 	if !isDir {
-		// An explicit file is searched whatever the ignore rules say.
+		// An explicit file is searched whatever the ignore rules say,
+		// but not when a Read deny rule covers it.
+		if p.guard.deniesPath(p.root) {
+			return nil, 0, nil
+		}
 		ws := p.newWorker()
 		defer putBuf(ws.buf)
 		dir, name := splitDir(p.root)
@@ -285,7 +300,7 @@ func (p *grepPlan) search(ctx context.Context, isDir bool, workers int) ([]grepH
 	for i := range ws {
 		ws[i] = p.newWorker()
 	}
-	cfg := walkConfig{root: p.root, ignoreFiles: true, overrides: p.overrides, types: p.types, workers: workers}
+	cfg := walkConfig{root: p.root, ignoreFiles: true, overrides: p.overrides, types: p.types, guard: p.guard, workers: workers}
 	unreadable, err := walk(ctx, cfg, func(i int, f *walkFile) { p.searchFile(ws[i], f) })
 	var hits []grepHit
 	for _, w := range ws {
@@ -321,11 +336,24 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 		return
 	}
 	defer syscall.Close(fd)
+	// A file with several links may be a denied file under another name:
+	// with a guard, ask before reading. Files mode reuses the status.
+	var st *unix.Stat_t
+	if p.guard != nil {
+		st = &w.st
+		if unix.Fstat(fd, st) != nil {
+			w.errs++
+			return
+		}
+		if p.guard.deniesLink(st) {
+			return
+		}
+	}
 	buf, eof, err := readUpTo(fd, (*w.buf)[:0], chunkSize)
 	*w.buf = buf
 	if err == nil && !eof {
 		if (p.mode == modeFiles || p.mode == modeCount) && !p.m.multiline {
-			p.searchStream(w, f, fd)
+			p.searchStream(w, f, fd, st)
 			return
 		}
 		buf, eof, err = readUpTo(fd, buf, maxWholeFile)
@@ -351,10 +379,7 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 		if !p.m.matchAny(text) {
 			return
 		}
-		var st syscall.Stat_t
-		if syscall.Fstat(fd, &st) == nil {
-			hit.mtime = st.Mtim.Nano()
-		}
+		hit.mtime = mtime(fd, st)
 	case modeCount:
 		hit.count = p.count(text)
 		if hit.count == 0 {
@@ -389,8 +414,8 @@ const (
 
 // searchStream searches a big file chunk by chunk, each chunk ending at a
 // line end (files and count modes, line-oriented patterns only). The
-// first chunk is already in *w.buf.
-func (p *grepPlan) searchStream(w *grepWorker, f *walkFile, fd int) {
+// first chunk is already in *w.buf; st is the file's status if known.
+func (p *grepPlan) searchStream(w *grepWorker, f *walkFile, fd int, st *unix.Stat_t) {
 	buf := *w.buf
 	if bytes.IndexByte(buf[:min(len(buf), binaryProbe)], 0) >= 0 {
 		return
@@ -431,12 +456,7 @@ func (p *grepPlan) searchStream(w *grepWorker, f *walkFile, fd int) {
 						return
 					}
 				}
-				hit := grepHit{path: f.abs()}
-				var st syscall.Stat_t
-				if syscall.Fstat(fd, &st) == nil {
-					hit.mtime = st.Mtim.Nano()
-				}
-				w.hits = append(w.hits, hit)
+				w.hits = append(w.hits, grepHit{path: f.abs(), mtime: mtime(fd, st)})
 				return
 			}
 		} else {
@@ -451,6 +471,19 @@ func (p *grepPlan) searchStream(w *grepWorker, f *walkFile, fd int) {
 	if count > 0 {
 		w.hits = append(w.hits, grepHit{path: f.abs(), count: count})
 	}
+}
+
+// mtime returns the modification time (nanoseconds) of the open file fd,
+// from st when the caller has its status already (nil: fstat it).
+func mtime(fd int, st *unix.Stat_t) int64 {
+	if st != nil {
+		return st.Mtim.Nano()
+	}
+	var own unix.Stat_t
+	if unix.Fstat(fd, &own) != nil {
+		return 0
+	}
+	return own.Mtim.Nano()
 }
 
 // count returns the number of matching lines (matches with -o or multiline).
@@ -506,10 +539,16 @@ func (p *grepPlan) content(pr *printer) {
 	pr.finish()
 }
 
-// format sorts the hits and renders the result with head_limit and offset.
-func (p *grepPlan) format(hits []grepHit, unreadable int) *tool.Result {
+// format sorts the hits and renders the result with head_limit and
+// offset, and notes what could not be read and what a Read deny rule made
+// the search skip.
+func (p *grepPlan) format(hits []grepHit, unreadable, skipped int) *tool.Result {
 	if len(hits) == 0 {
-		r := tool.TextResult("No matches found")
+		text := "No matches found"
+		if skipped > 0 {
+			text += "\n\n" + skippedNote(skipped)
+		}
+		r := tool.TextResult(text)
 		r.Display = "No matches found"
 		return r
 	}
@@ -580,6 +619,9 @@ func (p *grepPlan) format(hits []grepHit, unreadable int) *tool.Result {
 	}
 	if unreadable > 0 {
 		fmt.Fprintf(&b, "\n(%s could not be read)\n", plural(unreadable, "path"))
+	}
+	if skipped > 0 {
+		b.WriteString("\n" + skippedNote(skipped) + "\n")
 	}
 	r := tool.TextResult(strings.TrimSuffix(b.String(), "\n"))
 	r.Display = summary

@@ -246,6 +246,9 @@ func TestGrepMatchesRipgrep(t *testing.T) {
 			if isErr {
 				t.Fatalf("Grep failed: %s", got)
 			}
+			if guarded, _ := callGuarded(t, grep, dir, input, denyNothing()); guarded != got {
+				t.Errorf("Grep %v with a guard denying nothing differs:\n%s", tc.input, cmp.Diff(got, guarded))
+			}
 			if got == "No matches found" {
 				got = ""
 			}
@@ -313,6 +316,9 @@ func TestGlobMatchesFd(t *testing.T) {
 				got, isErr := call(t, tl, dir, map[string]any{"pattern": tc.pattern})
 				if isErr {
 					t.Fatalf("Glob failed: %s", got)
+				}
+				if guarded, _ := callGuarded(t, tl, dir, map[string]any{"pattern": tc.pattern}, denyNothing()); guarded != got {
+					t.Errorf("Glob %q with a guard denying nothing differs:\n%s", tc.pattern, cmp.Diff(got, guarded))
 				}
 				var g []string
 				if got != "No files found" {

@@ -7,7 +7,9 @@
 // and never follow symbolic links. They only read files: they must not
 // write anything, run processes (ripgrep and fd are test oracles only) or
 // decide permissions (the pipeline in daemon/dispatch does, from the
-// tool.Access they report).
+// tool.Access they report). Below the root the permission stage saw, they
+// skip what the call's tool.ReadGuard denies (guard.go) and say how many
+// paths they skipped.
 package search
 
 import (
@@ -98,7 +100,7 @@ func within(p, dir string) bool {
 	if p == dir || dir == "/" {
 		return true
 	}
-	return strings.HasPrefix(p, dir+"/")
+	return len(p) > len(dir) && p[len(dir)] == '/' && strings.HasPrefix(p, dir)
 }
 
 // statRoot checks that the search path exists, with an error for the model.

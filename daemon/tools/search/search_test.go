@@ -318,6 +318,9 @@ func TestGrepBigFileStreams(t *testing.T) {
 	if !strings.Contains(out, p) {
 		t.Errorf("files mode:\n%s", out)
 	}
+	if guarded, _ := callGuarded(t, grep, root, map[string]any{"pattern": "needle"}, denyNothing()); guarded != out {
+		t.Errorf("files mode with a guard denying nothing:\n%s", guarded)
+	}
 	out, _ = call(t, grep, root, map[string]any{"pattern": "abcdefghij$", "output_mode": "count"})
 	want := fmt.Sprintf("%s:%d", p, strings.Count(b.String(), line))
 	if !strings.Contains(out, want) {

@@ -24,6 +24,14 @@ type walkConfig struct {
 	types *globSet
 	// descend, if set, is asked before entering a directory (relative path).
 	descend func(rel string) bool
+	// want, if set, is asked for each file the rules above keep; only the
+	// files it wants are visited (and only those count as skipped when the
+	// guard denies them).
+	want func(f *walkFile) bool
+	// guard skips, and counts, what the session's Read deny rules cover:
+	// the root, directories (not descended) and files. Hard links are left
+	// to visit, which has the file's status (nil: nothing is denied).
+	guard   *guard
 	workers int
 }
 
@@ -74,12 +82,16 @@ type walker struct {
 }
 
 // walk calls visit for every regular file under cfg.root that the rules
-// keep, concurrently from cfg.workers goroutines (visit gets the worker's
-// index). Symbolic links are never followed. It returns the number of
-// directories that could not be read, and ctx's error if it ended early.
+// keep and cfg.guard does not deny, concurrently from cfg.workers
+// goroutines (visit gets the worker's index). Symbolic links are never
+// followed. It returns the number of directories that could not be read,
+// and ctx's error if it ended early.
 func walk(ctx context.Context, cfg walkConfig, visit func(worker int, f *walkFile)) (int, error) {
 	if cfg.workers <= 0 {
 		cfg.workers = defaultWorkers()
+	}
+	if cfg.guard.deniesPath(cfg.root) {
+		return 0, nil
 	}
 	w := &walker{cfg: cfg, visit: visit}
 	w.cond = sync.NewCond(&w.mu)
@@ -224,7 +236,11 @@ func (w *walker) dir(id int, job dirJob) {
 			if w.cfg.descend != nil && !w.cfg.descend(rel) {
 				continue
 			}
-			subdirs = append(subdirs, dirJob{abs: joinPath(job.abs, name), rel: rel, node: node})
+			abs := joinPath(job.abs, name)
+			if w.cfg.guard.deniesPath(abs) {
+				continue
+			}
+			subdirs = append(subdirs, dirJob{abs: abs, rel: rel, node: node})
 		} else {
 			files = append(files, name)
 		}
@@ -236,6 +252,12 @@ func (w *walker) dir(id int, job dirJob) {
 	wf := walkFile{dirfd: int(f.Fd()), dirAbs: job.abs, dirRel: job.rel}
 	for _, name := range files {
 		wf.name = name
+		if w.cfg.want != nil && !w.cfg.want(&wf) {
+			continue
+		}
+		if w.cfg.guard != nil && w.cfg.guard.deniesPath(wf.abs()) {
+			continue
+		}
 		w.visit(id, &wf)
 	}
 }
