@@ -126,13 +126,17 @@ func New(opts *Options) (*Daemon, error) {
 	case "-":
 		o.ManagedSkills = ""
 	}
-	if err := os.MkdirAll(o.StateDir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating state directory %q: %w", o.StateDir, err)
+	changes, err := store.PrepareDir(o.StateDir) // 0700, tightened if it was open to others
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		c.Log(o.Logger)
 	}
 	d := &Daemon{opts: o, log: o.Logger}
 	d.bgCtx, d.bgEnd = context.WithCancel(context.Background())
 
-	st, err := store.Open(filepath.Join(o.StateDir, "state.db"))
+	st, err := store.OpenWith(filepath.Join(o.StateDir, "state.db"), &store.Options{Logger: o.Logger.Named("store")})
 	if err != nil {
 		return nil, fmt.Errorf("opening state: %w", err)
 	}
@@ -158,6 +162,7 @@ func New(opts *Options) (*Daemon, error) {
 		ConfigHome:  o.ConfigHome,
 		ManagedPath: o.ManagedSettings,
 		Logger:      o.Logger.Named("config"),
+		Trust:       d.trust,
 	})
 	d.registry = tool.NewRegistry()
 	if err := d.registry.Register(fs.Tools(nil)...); err != nil {
@@ -224,7 +229,7 @@ func New(opts *Options) (*Daemon, error) {
 		AskTimeout:      d.askTimeout,
 		MCP:             d.mcp,
 		SessionTools:    d.mcp.tools,
-		TrustChanged:    d.mcp.resync,
+		TrustChanged:    d.trustChanged,
 		EndTurn:         d.perms.endTurn,
 		Deferred:        d.deferral.deferred,
 		Skills:          d.skills,
@@ -234,6 +239,14 @@ func New(opts *Options) (*Daemon, error) {
 		return nil, err
 	}
 	return d, nil
+}
+
+// trustChanged applies a trust decision at once: the project's hooks (their
+// parsed configuration is otherwise re-read within a second) and its MCP
+// servers.
+func (d *Daemon) trustChanged() {
+	d.hooks.Invalidate()
+	d.mcp.resync()
 }
 
 // Run serves on ln until ctx ends or a client calls Shutdown. It then stops

@@ -216,11 +216,21 @@ func (l *lockedBuffer) String() string {
 // the daemon runs: each turn runs in the mode the settings say at that
 // moment; a broken file is reported with its position and the last good
 // version stays in force.
+// trustedProject is a new project directory the daemon trusts.
+func trustedProject(t testing.TB, d *daemontest.Daemon) string {
+	t.Helper()
+	dir := t.TempDir()
+	if _, err := d.Client().Trust(context.Background(), &tacklev1.TrustRequest{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func TestSettingsDefaultModeFollowsFileEdits(t *testing.T) {
 	logs := &lockedBuffer{}
 	d := daemontest.Start(t, daemontest.WithPermissionTimeout(30*time.Second),
 		daemontest.WithLogger(hclog.New(&hclog.LoggerOptions{Name: "tackled", Level: hclog.Debug, Output: logs})))
-	project := t.TempDir()
+	project := trustedProject(t, d) // an untrusted project may not widen the mode
 	settings := filepath.Join(project, ".tackle", "settings.json")
 	writeFile(t, settings, modeSettings("acceptEdits"))
 	id := newSession(t, d, project, "")
@@ -293,7 +303,7 @@ func TestSettingsDefaultModeFollowsFileEdits(t *testing.T) {
 // is honoured and that .tackle/settings.json wins over it.
 func TestSettingsClaudeFileHasLowerPrecedence(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithPermissionTimeout(30*time.Second))
-	project := t.TempDir()
+	project := trustedProject(t, d) // an untrusted project may not widen the mode
 	writeFile(t, filepath.Join(project, ".claude", "settings.json"), modeSettings("acceptEdits"))
 	id := newSession(t, d, project, "")
 	s := attach(t, d, id)
@@ -315,7 +325,7 @@ func TestSettingsClaudeFileHasLowerPrecedence(t *testing.T) {
 // mode, which wins over the settings.
 func TestSettingsModePrecedence(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithPermissionTimeout(30*time.Second))
-	project := t.TempDir()
+	project := trustedProject(t, d) // an untrusted project may not widen the mode
 	writeFile(t, filepath.Join(project, ".tackle", "settings.json"), modeSettings("acceptEdits"))
 
 	explicit := newSession(t, d, project, "plan")
@@ -363,7 +373,7 @@ func TestSettingsModePrecedence(t *testing.T) {
 // default, with a notice.
 func TestSettingsBadValuesAndDisabledBypass(t *testing.T) {
 	d := daemontest.Start(t, daemontest.WithPermissionTimeout(30*time.Second))
-	project := t.TempDir()
+	project := trustedProject(t, d) // an untrusted project may not widen the mode
 	settings := filepath.Join(project, ".tackle", "settings.json")
 	writeFile(t, settings, modeSettings("yolo"))
 	writeFile(t, d.Options().ManagedSettings, `{"permissions":{"disableBypassPermissionsMode":"disable"}}`)

@@ -64,8 +64,17 @@ func join(base string, elem ...string) string {
 }
 
 // Settings is the merged view of every settings source for one project
-// directory. A *Settings returned by Load is shared: do not modify it.
+// directory, as it applies: the project's files contribute what the
+// workspace trust lets them (trustkeys.go). A *Settings returned by Load is
+// shared: do not modify it.
 type Settings struct {
+	// Trusted is set when the project directory is trusted (Options.Trust).
+	Trusted bool
+	// Ignored lists what the project's files set that does not apply, one
+	// line per file and setting ("3 allow rules in /p/.claude/settings.json"):
+	// everything that widens while the project is untrusted, and a
+	// bypassPermissions mode the person has not consented to.
+	Ignored     []string
 	Permissions Permissions
 	// Raw holds the merged top-level keys (the highest source that has a key wins).
 	Raw map[string]json.RawMessage
@@ -122,6 +131,9 @@ type Options struct {
 	ManagedPath string
 	// Logger receives parse problems and watch errors (default: none).
 	Logger hclog.Logger
+	// Trust is the workspace trust store: a project's files may widen what
+	// tackle does only in a trusted project (nil: no project is trusted).
+	Trust *Trust
 }
 
 // Loader reads and merges settings files and watches them. It is safe for
@@ -172,6 +184,7 @@ type parsed struct {
 
 type mergedEntry struct {
 	gen      uint64
+	trust    trustState
 	settings *Settings
 }
 
@@ -252,6 +265,11 @@ func (l *Loader) Sources(projectDir string) []Source {
 // in force. A missing file contributes nothing. Load is cheap when no file
 // changed: it returns the same *Settings.
 func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
+	var ts trustState
+	if l.opts.Trust != nil && projectDir != "" {
+		by, bypass := l.opts.Trust.lookup(projectDir)
+		ts = trustState{trusted: by != "", bypass: bypass}
+	}
 	l.mu.Lock()
 	ls := l.sourcesLocked(projectDir)
 	srcs := ls.srcs
@@ -272,8 +290,8 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 		}
 	}
 	m := l.merged[ls.key]
-	if m == nil || m.gen != l.gen {
-		m = &mergedEntry{gen: l.gen, settings: l.mergeLocked(srcs)}
+	if m == nil || m.gen != l.gen || m.trust != ts {
+		m = &mergedEntry{gen: l.gen, trust: ts, settings: l.mergeLocked(srcs, ts, projectDir)}
 		l.merged[ls.key] = m
 	}
 	addReq, done := l.addReq, l.done
@@ -355,8 +373,8 @@ func (l *Loader) refreshLocked(path string) {
 	e.empty = false
 	if !st.exists {
 		e.good, e.problem = nil, nil
-	} else if data, err := os.ReadFile(path); err != nil {
-		e.problem = &Problem{Path: path, Line: 0, Column: 0, Message: "reading: " + err.Error()}
+	} else if data, err := readConfigFile(path); err != nil {
+		e.problem = &Problem{Path: path, Message: "cannot be read: " + readReason(err)}
 	} else if len(bytes.TrimSpace(data)) == 0 {
 		e.empty, e.problem = true, nil
 	} else if p, prob := parseFile(path, data, e.rawOnly); prob != nil {
@@ -499,9 +517,11 @@ func lineCol(data []byte, off int) (line, col int) {
 	return line, col
 }
 
-// mergeLocked merges the cached files of srcs (lowest precedence first).
-func (l *Loader) mergeLocked(srcs []Source) *Settings {
-	s := &Settings{Raw: map[string]json.RawMessage{}}
+// mergeLocked merges the cached files of srcs (lowest precedence first),
+// the project's files as the trust ts of projectDir lets them apply.
+func (l *Loader) mergeLocked(srcs []Source, ts trustState, projectDir string) *Settings {
+	s := &Settings{Raw: map[string]json.RawMessage{}, Trusted: ts.trusted}
+	consent := ts.bypass || l.consentedLocked(srcs)
 	seen := map[*[]string]map[string]bool{}
 	add := func(dst *[]string, src []string) {
 		if seen[dst] == nil {
@@ -520,6 +540,11 @@ func (l *Loader) mergeLocked(srcs []Source) *Settings {
 		f := e.good
 		if f == nil || e.empty {
 			continue
+		}
+		if workspaceFile(src.Scope) {
+			var ignored []string
+			f, ignored = applyTrust(src, f, ts, consent, projectDir)
+			s.Ignored = append(s.Ignored, ignored...)
 		}
 		s.Layers = append(s.Layers, Layer{Source: src, Raw: f.raw})
 		for k, v := range f.raw {

@@ -18,6 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type env struct {
 	home, configHome, managed, project string
 	l                                  *Loader
+	trust                              *Trust // the project is trusted; untrustedEnv's is not
 }
 
 func newEnv(t *testing.T) *env {
@@ -34,7 +35,21 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	e.l = NewLoader(&Options{Home: e.home, ConfigHome: e.configHome, ManagedPath: e.managed})
+	e.trust = NewTrust(e.configHome)
+	if _, _, err := e.trust.Trust(e.project, false); err != nil {
+		t.Fatal(err)
+	}
+	e.l = NewLoader(&Options{Home: e.home, ConfigHome: e.configHome, ManagedPath: e.managed, Trust: e.trust})
+	return e
+}
+
+// untrustedEnv is newEnv with the project not trusted.
+func untrustedEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	if _, _, _, err := e.trust.Untrust(e.project); err != nil {
+		t.Fatal(err)
+	}
 	return e
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -356,8 +355,8 @@ func readSessionMCP(arg string, problems *[]MCPProblem) (mcpSource, bool) {
 			path = abs
 		}
 		var err error
-		if data, err = os.ReadFile(path); err != nil {
-			*problems = append(*problems, MCPProblem{Path: path, Message: "reading --mcp-config: " + err.Error()})
+		if data, err = readConfigFile(path); err != nil {
+			*problems = append(*problems, MCPProblem{Path: path, Message: "reading --mcp-config: " + readReason(err)})
 			return mcpSource{}, false
 		}
 	} else {

@@ -344,7 +344,7 @@ func TestMCPBrokenFiles(t *testing.T) {
 			"--mcp-config: \"mcpServers\" must be an object mapping server names to entries, found a JSON number",
 			broken + ":2:16: invalid character 'o' in literal null (expecting 'u')",
 			noKey + `: no "mcpServers" object (want {"mcpServers": {"NAME": {...}}})`,
-			missing + ": reading --mcp-config: open " + missing + ": no such file or directory",
+			missing + ": reading --mcp-config: no such file or directory",
 		}
 		if diff := cmp.Diff(want, msgs, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 			t.Errorf("problems (-want +got):\n%s", diff)

@@ -153,7 +153,7 @@ func (l *Loader) readOnlyMCPDefinition(root, scope, name string) string {
 	}
 	claude := join(l.opts.Home, ClaudeUserFile)
 	if claude != "" {
-		if data, err := os.ReadFile(claude); err == nil {
+		if data, err := readConfigFile(claude); err == nil {
 			var top struct {
 				MCPServers json.RawMessage            `json:"mcpServers"`
 				Projects   map[string]json.RawMessage `json:"projects"`
@@ -180,7 +180,7 @@ func (l *Loader) readOnlyMCPDefinition(root, scope, name string) string {
 		}
 	}
 	if scope == "" || scope == ScopeManaged {
-		if data, err := os.ReadFile(l.opts.ManagedPath); err == nil {
+		if data, err := readConfigFile(l.opts.ManagedPath); err == nil {
 			var top struct {
 				MCPServers json.RawMessage `json:"mcpServers"`
 			}
@@ -287,7 +287,7 @@ func (l *Loader) editJSONFile(path string, mode fs.FileMode, edit func(top *json
 	if filepath.Base(target) == ClaudeUserFile || strings.Contains(filepath.ToSlash(target), "/.claude/") {
 		return fmt.Errorf("%q resolves to Claude Code's file %q, which tackle does not write", path, target)
 	}
-	data, err := os.ReadFile(target)
+	data, err := readConfigFile(target)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("reading %q: %w", target, err)
 	}

@@ -28,9 +28,9 @@ type Trust struct {
 
 	mu     sync.Mutex // guards the fields below
 	stamp  stamp
-	loaded bool     // stamp and dirs reflect a read
-	dirs   []string // sorted, cleaned, absolute
-	err    error    // the last read's error, reported by List
+	loaded bool      // stamp and dirs reflect a read
+	dirs   trustList // sorted, cleaned, absolute
+	err    error     // the last read's error, reported by List
 
 	canon map[string]string // canonical forms of the directories asked about, bounded
 }
@@ -41,6 +41,15 @@ const maxCanon = 256
 // trustFileJSON is the file's shape.
 type trustFileJSON struct {
 	Trusted []string `json:"trusted"`
+	// AllowBypass are trusted directories whose project settings may set
+	// permissions.defaultMode bypassPermissions (tackle trust --allow-bypass).
+	AllowBypass []string `json:"allowBypass,omitempty"`
+}
+
+// trustList is the trust file's content: trusted directories, and those of
+// them whose settings may turn permission checks off.
+type trustList struct {
+	trusted, bypass []string // sorted, cleaned, absolute
 }
 
 // NewTrust returns the trust store of configHome ($XDG_CONFIG_HOME). It
@@ -80,29 +89,34 @@ func (t *Trust) refreshLocked() {
 
 // readTrust reads the trusted directories from path; a missing file is an
 // empty list.
-func readTrust(path string) ([]string, error) {
-	b, err := os.ReadFile(path)
+func readTrust(path string) (trustList, error) {
+	b, err := readConfigFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return []string{}, nil
+		return trustList{trusted: []string{}}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading trust file %q: %w", path, err)
+		return trustList{}, fmt.Errorf("reading trust file: %w (nothing is trusted until it can be read)", err)
 	}
 	if len(strings.TrimSpace(string(b))) == 0 {
-		return []string{}, nil
+		return trustList{trusted: []string{}}, nil
 	}
 	var f trustFileJSON
 	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("reading trust file %q: %w (fix or remove it: nothing is trusted until then)", path, err)
+		return trustList{}, fmt.Errorf("reading trust file %q: %w (fix or remove it: nothing is trusted until then)", path, err)
 	}
-	out := make([]string, 0, len(f.Trusted))
-	for _, d := range f.Trusted {
+	return trustList{trusted: cleanDirs(f.Trusted), bypass: cleanDirs(f.AllowBypass)}, nil
+}
+
+// cleanDirs keeps the absolute directories of dirs, cleaned, sorted, once.
+func cleanDirs(dirs []string) []string {
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
 		if filepath.IsAbs(d) {
 			out = append(out, filepath.Clean(d))
 		}
 	}
 	slices.Sort(out)
-	return slices.Compact(out), nil
+	return slices.Compact(out)
 }
 
 // Trusted reports whether dir or one of its parents is trusted. A trust file
@@ -115,6 +129,21 @@ func (t *Trust) Trusted(dir string) bool {
 // TrustedBy returns the listed directory that makes dir trusted (dir itself
 // or its nearest trusted parent).
 func (t *Trust) TrustedBy(dir string) (string, bool) {
+	by, _ := t.lookup(dir)
+	return by, by != ""
+}
+
+// BypassAllowed reports whether dir is trusted and the person allowed its
+// project settings to set the bypassPermissions mode (tackle trust
+// --allow-bypass, on dir or a parent).
+func (t *Trust) BypassAllowed(dir string) bool {
+	_, bypass := t.lookup(dir)
+	return bypass
+}
+
+// lookup returns the nearest trusted directory at or above dir ("" if
+// none) and whether dir's bypassPermissions consent is recorded.
+func (t *Trust) lookup(dir string) (by string, bypass bool) {
 	// Resolving symlinks costs a system call per path component: the
 	// canonical form of a directory asked about (a session root, at every
 	// permission decision) is kept.
@@ -137,12 +166,20 @@ func (t *Trust) TrustedBy(dir string) (string, bool) {
 	}
 	t.refreshLocked()
 	best := ""
-	for _, d := range t.dirs {
+	for _, d := range t.dirs.trusted {
 		if within(c, d) && len(d) > len(best) {
 			best = d
 		}
 	}
-	return best, best != ""
+	if best == "" {
+		return "", false
+	}
+	for _, d := range t.dirs.bypass {
+		if within(c, d) {
+			return best, true
+		}
+	}
+	return best, false
 }
 
 // within reports whether path is dir or below it.
@@ -161,24 +198,32 @@ func (t *Trust) List() ([]string, error) {
 	if t.err != nil {
 		return nil, t.err
 	}
-	return append([]string{}, t.dirs...), nil
+	return append([]string{}, t.dirs.trusted...), nil
 }
 
-// Trust adds dir. already reports whether dir was trusted before (listed,
-// or below a listed parent); then the file is not changed.
-func (t *Trust) Trust(dir string) (canon string, already bool, err error) {
+// Trust adds dir; with allowBypass its project settings may also set the
+// bypassPermissions mode. already reports whether dir was trusted before
+// (listed, or below a listed parent) with that consent if asked for; then
+// the file is not changed.
+func (t *Trust) Trust(dir string, allowBypass bool) (canon string, already bool, err error) {
 	c, err := canonical(dir)
 	if err != nil {
 		return "", false, fmt.Errorf("trusting directory: %w", err)
 	}
-	err = t.update(func(dirs []string) ([]string, bool) {
-		for _, d := range dirs {
-			if within(c, d) {
-				already = true
-				return dirs, false
-			}
+	err = t.update(func(l trustList) (trustList, bool) {
+		trusted := slices.ContainsFunc(l.trusted, func(d string) bool { return within(c, d) })
+		bypass := slices.ContainsFunc(l.bypass, func(d string) bool { return within(c, d) })
+		if trusted && (bypass || !allowBypass) {
+			already = true
+			return l, false
 		}
-		return append(dirs, c), true
+		if !trusted {
+			l.trusted = append(l.trusted, c)
+		}
+		if allowBypass && !bypass {
+			l.bypass = append(l.bypass, c)
+		}
+		return l, true
 	})
 	if err != nil {
 		return "", false, fmt.Errorf("trusting directory %q: %w", c, err)
@@ -193,16 +238,12 @@ func (t *Trust) Untrust(dir string) (canon string, removed bool, by string, err 
 	if err != nil {
 		return "", false, "", fmt.Errorf("untrusting directory: %w", err)
 	}
-	err = t.update(func(dirs []string) ([]string, bool) {
-		out := dirs[:0:0]
-		for _, d := range dirs {
-			if d == c {
-				removed = true
-				continue
-			}
-			out = append(out, d)
-		}
-		return out, removed
+	err = t.update(func(l trustList) (trustList, bool) {
+		drop := func(d string) bool { return d == c }
+		removed = slices.ContainsFunc(l.trusted, drop)
+		l.trusted = slices.DeleteFunc(l.trusted, drop)
+		l.bypass = slices.DeleteFunc(l.bypass, drop)
+		return l, removed
 	})
 	if err != nil {
 		return "", false, "", fmt.Errorf("untrusting directory %q: %w", c, err)
@@ -213,7 +254,7 @@ func (t *Trust) Untrust(dir string) (canon string, removed bool, by string, err 
 
 // update changes the list under the file lock: f gets the current list and
 // returns the new one and whether to write it.
-func (t *Trust) update(f func([]string) ([]string, bool)) error {
+func (t *Trust) update(f func(trustList) (trustList, bool)) error {
 	if err := os.MkdirAll(filepath.Dir(t.path), 0o700); err != nil {
 		return fmt.Errorf("creating %q: %w", filepath.Dir(t.path), err)
 	}
@@ -222,17 +263,15 @@ func (t *Trust) update(f func([]string) ([]string, bool)) error {
 		return err
 	}
 	defer unlock()
-	dirs, err := readTrust(t.path)
+	cur, err := readTrust(t.path)
 	if err != nil {
 		return err
 	}
-	next, write := f(dirs)
+	next, write := f(cur)
 	if !write {
 		return nil
 	}
-	slices.Sort(next)
-	next = slices.Compact(next)
-	b, err := json.MarshalIndent(trustFileJSON{Trusted: next}, "", "  ")
+	b, err := json.MarshalIndent(trustFileJSON{Trusted: cleanDirs(next.trusted), AllowBypass: cleanDirs(next.bypass)}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding trust file: %w", err)
 	}
@@ -304,63 +343,4 @@ func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	ok = true
 	return nil
-}
-
-// IgnoredWhenUntrusted describes what the project and local settings files
-// of st contribute that is ignored while the project is not trusted: allow
-// rules, additionalDirectories, hooks and MCP servers, one line per file
-// and kind, e.g. "3 allow rules in /p/.tackle/settings.json". Deny and ask
-// rules always apply and are not listed.
-func IgnoredWhenUntrusted(st *Settings) []string {
-	if st == nil {
-		return nil
-	}
-	var out []string
-	plural := func(n int, one, many string) string {
-		if n == 1 {
-			return "1 " + one
-		}
-		return fmt.Sprintf("%d %s", n, many)
-	}
-	for _, l := range st.Layers {
-		if l.Source.Scope != ScopeProject && l.Source.Scope != ScopeLocal {
-			continue
-		}
-		var p struct {
-			Allow                 []json.RawMessage `json:"allow"`
-			AdditionalDirectories []json.RawMessage `json:"additionalDirectories"`
-		}
-		if raw, ok := l.Raw["permissions"]; ok {
-			_ = json.Unmarshal(raw, &p) // a wrong shape contributes nothing
-		}
-		if n := len(p.Allow); n > 0 {
-			out = append(out, plural(n, "allow rule", "allow rules")+" in "+l.Source.Path)
-		}
-		if n := len(p.AdditionalDirectories); n > 0 {
-			out = append(out, plural(n, "additional directory", "additional directories")+" in "+l.Source.Path)
-		}
-		var hooks map[string][]struct {
-			Hooks []json.RawMessage `json:"hooks"`
-		}
-		if raw, ok := l.Raw["hooks"]; ok {
-			_ = json.Unmarshal(raw, &hooks)
-		}
-		n := 0
-		for _, groups := range hooks {
-			for _, g := range groups {
-				n += len(g.Hooks)
-			}
-		}
-		if n > 0 {
-			out = append(out, plural(n, "hook", "hooks")+" in "+l.Source.Path)
-		}
-		var mcp map[string]json.RawMessage
-		if raw, ok := l.Raw["mcpServers"]; ok {
-			_ = json.Unmarshal(raw, &mcp)
-		}
-		if n := len(mcp); n > 0 {
-			out = append(out, plural(n, "MCP server", "MCP servers")+" in "+l.Source.Path)
-		}
-	}
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 )
@@ -27,7 +26,7 @@ func TestTrust(t *testing.T) {
 	if l, err := tr.List(); err != nil || len(l) != 0 {
 		t.Fatalf("List = %v, %v; want empty", l, err)
 	}
-	canon, already, err := tr.Trust(link) // a symlink is trusted as its target
+	canon, already, err := tr.Trust(link, false) // a symlink is trusted as its target
 	if err != nil || already {
 		t.Fatalf("Trust = %q, %v, %v", canon, already, err)
 	}
@@ -43,7 +42,7 @@ func TestTrust(t *testing.T) {
 	if tr.Trusted(filepath.Dir(proj)) || tr.Trusted(proj+"x") {
 		t.Error("a parent or a sibling with the same prefix is trusted")
 	}
-	if _, already, _ := tr.Trust(sub); !already {
+	if _, already, _ := tr.Trust(sub, false); !already {
 		t.Error("a child of a trusted dir is not reported as already trusted")
 	}
 	// Another process's view (a fresh store) sees the change.
@@ -83,7 +82,7 @@ func TestTrustConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			// Each goroutine has its own store, as separate processes would.
-			if _, _, err := NewTrust(home).Trust(d); err != nil {
+			if _, _, err := NewTrust(home).Trust(d, false); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -114,44 +113,10 @@ func TestTrustBadFile(t *testing.T) {
 	if _, err := tr.List(); err == nil {
 		t.Error("List of a broken file gives no error")
 	}
-	if _, _, err := tr.Trust(home); err == nil {
+	if _, _, err := tr.Trust(home, false); err == nil {
 		t.Error("Trust over a broken file does not fail")
 	}
 	if b, _ := os.ReadFile(tr.Path()); string(b) != `{"trusted": [` {
 		t.Errorf("broken file was changed: %q", b)
-	}
-}
-
-func TestIgnoredWhenUntrusted(t *testing.T) {
-	e := newEnv(t)
-	write := func(path, content string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(e.project, ".tackle", "settings.json"), `{"permissions": {"allow": ["Bash(ls *)", "Read", "Edit"], "deny": ["Bash(rm *)"], "additionalDirectories": ["/opt"]},
-		"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]}}`)
-	write(filepath.Join(e.project, ".claude", "settings.local.json"), `{"permissions": {"allow": ["WebFetch"]}, "mcpServers": {"a": {}, "b": {}}}`)
-	write(filepath.Join(e.configHome, "tackle", "settings.json"), `{"permissions": {"allow": ["Bash"]}}`) // user scope: never ignored
-	st, probs := e.l.Load(e.project)
-	if len(probs) > 0 {
-		t.Fatal(probs)
-	}
-	got := IgnoredWhenUntrusted(st)
-	want := []string{
-		"3 allow rules in " + filepath.Join(e.project, ".tackle", "settings.json"),
-		"1 additional directory in " + filepath.Join(e.project, ".tackle", "settings.json"),
-		"1 hook in " + filepath.Join(e.project, ".tackle", "settings.json"),
-		"1 allow rule in " + filepath.Join(e.project, ".claude", "settings.local.json"),
-		"2 MCP servers in " + filepath.Join(e.project, ".claude", "settings.local.json"),
-	}
-	slices.Sort(got)
-	slices.Sort(want)
-	if !slices.Equal(got, want) {
-		t.Errorf("ignored:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

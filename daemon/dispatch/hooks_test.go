@@ -45,7 +45,8 @@ func script(t testing.TB, name string) string {
 func newHookEnv(t *testing.T, mode string, hooks map[string]any, tools ...tool.Tool) *hookEnv {
 	t.Helper()
 	home := t.TempDir()
-	loader := config.NewLoader(&config.Options{Home: home, ConfigHome: filepath.Join(home, ".config"), ManagedPath: filepath.Join(home, "managed.json")})
+	trust := config.NewTrust(filepath.Join(home, ".config"))
+	loader := config.NewLoader(&config.Options{Home: home, ConfigHome: filepath.Join(home, ".config"), ManagedPath: filepath.Join(home, "managed.json"), Trust: trust})
 	he := &hookEnv{rec: filepath.Join(t.TempDir(), "rec.jsonl")}
 	he.hooks = hook.New(&hook.Options{Settings: loader.Load, Trusted: func(string) bool { return true }})
 	opts := &Options{
@@ -81,6 +82,9 @@ func newHookEnv(t *testing.T, mode string, hooks map[string]any, tools ...tool.T
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(he.wd, ".tackle", "settings.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := trust.Trust(he.wd, false); err != nil { // the project's hooks apply once trusted
 		t.Fatal(err)
 	}
 	he.hooks.Invalidate()

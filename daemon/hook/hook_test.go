@@ -37,6 +37,7 @@ type fixture struct {
 	env     *tooltest.Env
 	loader  *config.Loader
 	trusted bool
+	trust   *config.Trust // holds f.root while trusted (setTrusted)
 	h       *Hooks
 
 	mu     sync.Mutex
@@ -52,6 +53,25 @@ func testdata(t testing.TB, name string) string {
 	return p
 }
 
+// setTrusted trusts the project or stops trusting it, for the settings
+// loader (which drops an untrusted project's hooks) and the hook runner.
+func (f *fixture) setTrusted(trusted bool) {
+	f.t.Helper()
+	f.trusted = trusted
+	var err error
+	if trusted {
+		_, _, err = f.trust.Trust(f.root, false)
+	} else {
+		_, _, _, err = f.trust.Untrust(f.root)
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if f.h != nil {
+		f.h.Invalidate() // as the daemon does when trust changes
+	}
+}
+
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	f := &fixture{t: t, trusted: true}
@@ -62,7 +82,9 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	f.env.Vars = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + f.home, "SECRET_TOKEN=s3cret", "CLAUDE_PROJECT_DIR=/wrong"}
-	f.loader = config.NewLoader(&config.Options{Home: f.home, ConfigHome: filepath.Join(f.home, ".config"), ManagedPath: filepath.Join(f.home, "managed.json")})
+	f.trust = config.NewTrust(filepath.Join(f.home, ".config"))
+	f.setTrusted(true)
+	f.loader = config.NewLoader(&config.Options{Home: f.home, ConfigHome: filepath.Join(f.home, ".config"), ManagedPath: filepath.Join(f.home, "managed.json"), Trust: f.trust})
 	f.h = New(&Options{
 		Settings: f.loader.Load,
 		Trusted:  func(string) bool { return f.trusted },
@@ -494,12 +516,12 @@ func TestTrust(t *testing.T) {
 	f.write("project", map[string]any{"PreToolUse": []any{matcherGroup("", cmdHook(testdata(t, "record.sh"), rec, "project"))}})
 	f.write("local", map[string]any{"PreToolUse": []any{matcherGroup("", cmdHook(testdata(t, "record.sh"), rec, "local"))}})
 	f.write("user", map[string]any{"PreToolUse": []any{matcherGroup("", cmdHook(testdata(t, "record.sh"), rec, "user"))}})
-	f.trusted = false
+	f.setTrusted(false)
 	f.h.PreToolUse(context.Background(), f.call("Bash", `{"command":"ls"}`))
 	if n := len(readLines(t, rec)); n != 1 {
 		t.Errorf("untrusted: %d hooks ran, want only the user's", n)
 	}
-	f.trusted = true
+	f.setTrusted(true)
 	f.h.PreToolUse(context.Background(), f.call("Bash", `{"command":"ls"}`))
 	if n := len(readLines(t, rec)); n != 1+3 {
 		t.Errorf("trusted: %d hooks ran in all, want 1+3", n)
@@ -833,7 +855,7 @@ func TestAddSessionHooks(t *testing.T) {
 		t.Errorf("another session ran %d hooks, want only the settings' one", n-2)
 	}
 	// An untrusted skill's hooks wait for trust.
-	f.trusted = false
+	f.setTrusted(false)
 	if err := f.h.AddSession(f.env.SessionID(), "skill project", raw, false); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
 // Rules is a parsed, merged set of permission rules, with the problems of
@@ -258,7 +259,7 @@ func buildBase(s *config.Settings, trusted bool) *Rules {
 			continue
 		}
 		var lines map[string][]listItem
-		if data, err := os.ReadFile(l.Source.Path); err == nil {
+		if data, err := safefile.Read(l.Source.Path, safefile.LimitSettings); err == nil {
 			lines = listLines(data)
 		}
 		untrusted := !trusted && (l.Source.Scope == config.ScopeProject || l.Source.Scope == config.ScopeLocal)

@@ -68,8 +68,19 @@ func newSettingsFixture(t *testing.T) *settingsFixture {
 	return f
 }
 
+// loader reads the fixture's files with the project trusted (LoadRules
+// applies its own trusted argument too).
+func (f *settingsFixture) loader(t *testing.T) *config.Loader {
+	t.Helper()
+	trust := config.NewTrust(f.cfg)
+	if _, _, err := trust.Trust(f.proj, false); err != nil {
+		t.Fatal(err)
+	}
+	return config.NewLoader(&config.Options{Home: f.home, ConfigHome: f.cfg, ManagedPath: f.managed, Trust: trust})
+}
+
 func (f *settingsFixture) load(t *testing.T) *config.Settings {
-	l := config.NewLoader(&config.Options{Home: f.home, ConfigHome: f.cfg, ManagedPath: f.managed})
+	l := f.loader(t)
 	s, problems := l.Load(f.proj)
 	if len(problems) > 0 {
 		t.Fatal(problems)
@@ -198,7 +209,7 @@ WebFetch(domain:example.com) local .tackle/settings.local.json#0:1`
 
 func TestLoadRulesCacheAndChanges(t *testing.T) {
 	f := newSettingsFixture(t)
-	l := config.NewLoader(&config.Options{Home: f.home, ConfigHome: f.cfg, ManagedPath: f.managed})
+	l := f.loader(t)
 	s1, _ := l.Load(f.proj)
 	r1, _ := LoadRules(s1, true, nil)
 	r2, _ := LoadRules(s1, true, nil)

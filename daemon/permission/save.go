@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
 // SettingsFile returns the file an "always" rule of scope goes to:
@@ -103,7 +104,7 @@ func SaveRules(scope string, rules []string, projectRoot, configHome string) (pa
 	if isClaudeFile(target) {
 		return "", fmt.Errorf("saving a rule: %q resolves to Claude Code's file %q, which tackle does not write", path, target)
 	}
-	data, err := os.ReadFile(target)
+	data, err := safefile.Read(target, safefile.LimitSettings)
 	mode := fs.FileMode(0o600)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

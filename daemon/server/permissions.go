@@ -133,14 +133,14 @@ func (s *Server) trustInfo(dir string) *tacklev1.TrustInfo {
 		return nil
 	}
 	out := &tacklev1.TrustInfo{Dir: dir, Trusted: s.opts.Trust.Trusted(dir)}
-	if out.Trusted {
-		return out
-	}
 	if s.opts.Settings != nil {
-		st, _ := s.opts.Settings(dir)
-		out.Ignored = config.IgnoredWhenUntrusted(st)
+		if st, _ := s.opts.Settings(dir); st != nil {
+			out.Ignored = st.Ignored // a trusted project may still lose an unconsented bypassPermissions
+		}
 	}
-	out.Hint = "tackle trust " + dir
+	if !out.Trusted {
+		out.Hint = "tackle trust " + dir
+	}
 	return out
 }
 
@@ -283,11 +283,11 @@ func (s *Server) Trust(_ context.Context, req *tacklev1.TrustRequest) (*tacklev1
 	if !strings.HasPrefix(req.GetDir(), "/") {
 		return nil, toStatus(invalidf("dir must be an absolute path, not %q", req.GetDir()))
 	}
-	dir, already, err := t.Trust(req.GetDir())
+	dir, already, err := t.Trust(req.GetDir(), req.GetAllowBypass())
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.log.Info("directory trusted", "dir", dir, "already", already)
+	s.log.Info("directory trusted", "dir", dir, "already", already, "allow_bypass", req.GetAllowBypass())
 	if s.opts.TrustChanged != nil && !already {
 		s.opts.TrustChanged()
 	}

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
 // Sources says where one session's skills come from. Empty fields are
@@ -283,12 +285,8 @@ func (sc *scanner) skillsDir(dir, source, prefix string) {
 		}
 		p := filepath.Join(dir, name, "SKILL.md")
 		cd := candidate{path: p, name: prefix + name, source: source}
-		fi, err := os.Stat(p)
+		fi, err := os.Stat(p) // what is not a regular file, parseOne refuses
 		switch {
-		case err == nil && fi.IsDir():
-			cd.prob = &Problem{Path: p, Message: "SKILL.md is a directory, not a file"}
-		case err == nil && !fi.Mode().IsRegular():
-			cd.prob = &Problem{Path: p, Message: "SKILL.md is not a regular file"}
 		case err == nil:
 			cd.info = fi
 		case errors.Is(err, fs.ErrNotExist):
@@ -356,12 +354,10 @@ func (sc *scanner) commandFiles(dir, source, prefix string, depth int) {
 			continue
 		}
 		cd := candidate{path: p, name: prefix + strings.TrimSuffix(name, ".md"), source: source}
-		fi, err := os.Stat(p)
+		fi, err := os.Stat(p) // what is not a regular file, parseOne refuses
 		switch {
-		case err == nil && fi.Mode().IsRegular():
-			cd.info = fi
 		case err == nil:
-			cd.prob = &Problem{Path: p, Message: "the command file is not a regular file"}
+			cd.info = fi
 		case errors.Is(err, fs.ErrNotExist):
 			target, _ := os.Readlink(p)
 			cd.prob = &Problem{Path: p, Message: fmt.Sprintf("the command file is a symlink to %q, which does not exist", target)}
@@ -370,6 +366,26 @@ func (sc *scanner) commandFiles(dir, source, prefix string, depth int) {
 		}
 		sc.cands = append(sc.cands, cd)
 	}
+}
+
+// readProblem is the Problem for a skill or command file safefile.Read
+// refused or could not read: "SKILL.md is a FIFO, not a regular file",
+// "the command file is 16 MiB, over the limit of 8 MiB", "reading the
+// file: permission denied".
+func readProblem(path string, err error) *Problem {
+	reason := unwrapPath(err).Error()
+	var se *safefile.Error
+	if errors.As(err, &se) {
+		reason = se.Reason
+	}
+	if !errors.Is(err, safefile.ErrNotRegular) && !errors.Is(err, safefile.ErrTooLarge) {
+		return &Problem{Path: path, Message: "reading the file: " + reason}
+	}
+	what := "the command file"
+	if filepath.Base(path) == "SKILL.md" {
+		what = "SKILL.md"
+	}
+	return &Problem{Path: path, Message: what + " " + reason}
 }
 
 // unwrapPath drops the path from a *fs.PathError (the Problem has it).
@@ -426,20 +442,19 @@ func (c *Catalog) parseAll(cands []candidate) {
 	wg.Wait()
 }
 
-// parseOne reads and parses one candidate's file and caches the result.
+// parseOne reads and parses one candidate's file and caches the result. The
+// file is read with safefile: one that is not a regular file (a FIFO, a
+// symlink to a device) or is over MaxFileSize is a Problem, found without
+// blocking or reading it.
 func (c *Catalog) parseOne(cd *candidate) {
-	if cd.info.Size() > MaxFileSize {
-		cd.probs = []Problem{{Path: cd.path, Message: fmt.Sprintf("the file is %d bytes; skills are limited to %d bytes", cd.info.Size(), MaxFileSize)}}
-	} else if data, err := os.ReadFile(cd.path); err != nil {
-		cd.prob = &Problem{Path: cd.path, Message: fmt.Sprintf("reading the file: %v", unwrapPath(err))}
+	data, err := safefile.Read(cd.path, MaxFileSize)
+	if err != nil {
+		cd.prob = readProblem(cd.path, err)
 		return // not cached: an unreadable file is tried again next time
-	} else {
-		cd.skill, cd.probs = Parse(cd.path, data)
-		if cd.skill != nil {
-			cd.skill.Name, cd.skill.Source = cd.name, cd.source
-		}
 	}
+	cd.skill, cd.probs = Parse(cd.path, data)
 	if cd.skill != nil {
+		cd.skill.Name, cd.skill.Source = cd.name, cd.source
 		for _, w := range cd.skill.Warnings {
 			c.log.Debug("skill warning", "path", cd.path, "warning", w)
 		}

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -33,6 +35,20 @@ func mkdir(t testing.TB, root, rel string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+func symlink(t testing.TB, target, path string) {
+	t.Helper()
+	if err := os.Symlink(target, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mkfifo(t testing.TB, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // skillMD is a SKILL.md with this description.
@@ -192,8 +208,62 @@ func TestStaticProblemsHideNothing(t *testing.T) {
 	want := []string{
 		`broken/SKILL.md:3:16: the frontmatter is not valid YAML: sequence end token ']' not found (in "allowed-tools: [Read")`,
 		`dangling/SKILL.md: SKILL.md is a symlink to "` + filepath.Join(tmp, "nowhere.md") + `", which does not exist`,
-		`is-a-dir/SKILL.md: SKILL.md is a directory, not a file`,
+		`is-a-dir/SKILL.md: SKILL.md is a directory, not a regular file`,
 		`lower/skill.md: the skill file must be named SKILL.md, not skill.md`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
+
+// A planted repository's skill files that are symlinks to a device, FIFOs
+// or too large are problems naming the path and the reason: discovery
+// returns at once, reads none of them, and every other skill loads.
+func TestStaticRefusesNonRegularFiles(t *testing.T) {
+	tmp := t.TempDir()
+	proj := filepath.Join(tmp, "proj")
+	skills := filepath.Join(proj, ".claude", "skills")
+	commands := filepath.Join(proj, ".claude", "commands")
+	write(t, skills, "good/SKILL.md", skillMD("fine"))
+	mkdir(t, skills, "zero")
+	symlink(t, "/dev/zero", filepath.Join(skills, "zero", "SKILL.md"))
+	mkdir(t, skills, "fifo")
+	mkfifo(t, filepath.Join(skills, "fifo", "SKILL.md"))
+	huge := write(t, skills, "huge/SKILL.md", skillMD("huge"))
+	if err := os.Truncate(huge, 2*skill.MaxFileSize); err != nil { // sparse: nothing is written
+		t.Fatal(err)
+	}
+	write(t, commands, "cmd.md", "A command.\n")
+	mkfifo(t, filepath.Join(commands, "fifo.md"))
+	symlink(t, "/dev/zero", filepath.Join(commands, "zero.md"))
+	// A skills directory that is a FIFO is not opened as one either.
+	mkdir(t, proj, ".tackle")
+	mkfifo(t, filepath.Join(proj, ".tackle", "skills"))
+
+	done := make(chan *skill.Set, 1)
+	go func() {
+		done <- skill.NewCatalog(&skill.Options{Builtin: emptyBuiltin}).Static(skill.Sources{Root: proj, Cwd: proj})
+	}()
+	var set *skill.Set
+	select {
+	case set = <-done:
+	case <-time.After(10 * time.Second): // bounds a failure only: a FIFO read never returns
+		t.Fatal("discovery blocked")
+	}
+	if diff := cmp.Diff([]string{"cmd command A command.", "good project fine"}, summary(set.Skills)); diff != "" {
+		t.Errorf("skills (-want +got):\n%s", diff)
+	}
+	var got []string
+	for _, p := range set.Problems {
+		got = append(got, strings.TrimPrefix(p.Error(), proj+string(filepath.Separator)))
+	}
+	want := []string{
+		`.tackle/skills: reading the skills directory: not a directory`,
+		`.claude/skills/fifo/SKILL.md: SKILL.md is a FIFO, not a regular file`,
+		`.claude/skills/huge/SKILL.md: SKILL.md is 16 MiB, over the limit of 8 MiB`,
+		`.claude/skills/zero/SKILL.md: SKILL.md is a character device, not a regular file (it is a symlink to /dev/zero)`,
+		`.claude/commands/fifo.md: the command file is a FIFO, not a regular file`,
+		`.claude/commands/zero.md: the command file is a character device, not a regular file (it is a symlink to /dev/zero)`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)

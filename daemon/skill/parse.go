@@ -13,6 +13,8 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/goccy/go-yaml"
+
+	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
 // MaxDescription is the length in characters (runes) to which a skill's
@@ -20,8 +22,8 @@ import (
 const MaxDescription = 1536
 
 // MaxFileSize is the largest SKILL.md or command file read; a larger one is a
-// Problem.
-const MaxFileSize = 8 << 20
+// Problem. It is safefile.LimitSkill, which says why.
+const MaxFileSize = safefile.LimitSkill
 
 // Sources of a skill (Skill.Source).
 const (

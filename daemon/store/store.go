@@ -1,7 +1,9 @@
 // Package store owns tackle's state database: one SQLite file (WAL mode)
 // holding sessions, each session's append-only event log and its file
 // read-state. It opens the database, applies schema migrations and offers
-// typed queries to package session, its only user.
+// typed queries to package session, its only user. It also keeps the state
+// directory private to the user (dir.go): the directory 0700, the database,
+// SQLite's files and what tackle keeps beside them 0600.
 //
 // It knows nothing of how sessions behave (sequence numbering, buses, tool
 // environments): that belongs to package session. It never deletes or
@@ -20,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -46,6 +49,8 @@ var ErrLocked = errors.New("state database is locked")
 type Options struct {
 	// BusyTimeout is how long to wait for another connection's lock (default DefaultBusyTimeout).
 	BusyTimeout time.Duration
+	// Logger receives a warning for each file mode OpenWith tightened (default: none).
+	Logger hclog.Logger
 }
 
 // Store is an open state database. It is safe for concurrent use.
@@ -60,11 +65,15 @@ type Store struct {
 func Open(path string) (*Store, error) { return OpenWith(path, nil) }
 
 // OpenWith opens (creating if needed) the state database at path, switches
-// it to WAL mode and applies pending migrations. A file that is not a
+// it to WAL mode and applies pending migrations. The database is created
+// with FileMode before SQLite opens it, so that its -wal and -shm files get
+// that mode too, and an existing one (with those files) open to other users
+// is changed to FileMode; a missing directory is created with DirMode (an
+// existing one is the caller's: see PrepareDir). A file that is not a
 // database, or a damaged one, gives an error wrapping ErrCorrupt that names
 // the path and says to move it aside; a database locked by another process
 // for longer than the busy timeout gives an error wrapping ErrLocked. In
-// neither case is the file changed.
+// neither case are the file's contents changed.
 func OpenWith(path string, opts *Options) (*Store, error) {
 	o := Options{}
 	if opts != nil {
@@ -77,8 +86,18 @@ func OpenWith(path string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening state database %q: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), DirMode); err != nil {
 		return nil, fmt.Errorf("creating state directory for %q: %w", abs, err)
+	}
+	changes, err := createPrivate(abs)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range changes {
+		c.Log(o.Logger)
 	}
 	q := url.Values{}
 	q.Set("_busy_timeout", fmt.Sprint(o.BusyTimeout.Milliseconds()))

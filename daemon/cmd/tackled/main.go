@@ -3,7 +3,9 @@
 //
 //	tackled [--socket PATH] [--state-dir DIR] [--permission-timeout SECONDS] [--log-level LEVEL]
 //
-// It logs to STATE_DIR/tackled.log (JSON) and to stderr. SIGTERM and SIGINT
+// It logs to STATE_DIR/tackled.log (JSON) and to stderr. STATE_DIR is made
+// private to the user (0700, tackle's files in it 0600); one that was open
+// to others is tightened, with a warning in the log. SIGTERM and SIGINT
 // stop it gracefully (in-flight calls end as cancelled results) with exit
 // status 0. A second daemon on the same socket exits with status 1.
 package main
@@ -28,6 +30,7 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon"
 	"github.com/tackle-agent/tackle/daemon/socket"
+	"github.com/tackle-agent/tackle/daemon/store"
 )
 
 // Version is the daemon's version, set at link time with
@@ -75,7 +78,7 @@ func run(args []string, stderr io.Writer) int {
 		debug.SetGCPercent(200)
 	}
 	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+		f, err := os.OpenFile(*cpuProfile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
 		if err == nil {
 			err = pprof.StartCPUProfile(f)
 		}
@@ -103,8 +106,11 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 
-	if err := os.MkdirAll(*stateDir, 0o700); err != nil {
-		fmt.Fprintf(stderr, "tackled: creating state directory: %v\n", err)
+	// The state directory holds tool outputs: private to the user (0700, its
+	// files 0600), tightened before the log is opened in it.
+	tightened, err := store.PrepareDir(*stateDir)
+	if err != nil {
+		fmt.Fprintf(stderr, "tackled: %v\n", err)
 		return 1
 	}
 	logFile, err := os.OpenFile(filepath.Join(*stateDir, "tackled.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -124,6 +130,9 @@ func run(args []string, stderr io.Writer) int {
 		Level:  level,
 		Output: stderr,
 	}))
+	for _, c := range tightened {
+		c.Log(log)
+	}
 
 	ln, err := socket.Listen(sock)
 	if errors.Is(err, socket.ErrInUse) {

@@ -398,3 +398,23 @@ func (e env) restartAndAttach(ctx context.Context, t *testing.T) tacklev1.Tackle
 	}
 	return st
 }
+
+// A state directory shared with other users (like /tmp) is not made
+// private behind their backs: tackled refuses to start and says why.
+func TestSharedStateDirRefused(t *testing.T) {
+	e := newEnv(t)
+	if err := os.Mkdir(e.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(e.state, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.command()
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "choose a directory of your own") {
+		t.Errorf("tackled with a 1777 state dir: exit %d, output %q; want 1 and the reason", cmd.ProcessState.ExitCode(), out)
+	}
+	if fi, err := os.Stat(e.state); err != nil || fi.Mode().Perm() != 0o777 {
+		t.Errorf("the shared directory was changed: %v, %v", fi.Mode(), err)
+	}
+}

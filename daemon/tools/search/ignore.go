@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
 // matchKind says how a globPattern is tested, from fastest to slowest.
@@ -224,7 +226,7 @@ func parseIgnoreFile(data []byte) *globSet {
 
 // readIgnoreFile reads and compiles an ignore file; nil if absent or empty.
 func readIgnoreFile(path string) *globSet {
-	data, err := os.ReadFile(path)
+	data, err := safefile.Read(path, safefile.LimitIgnore) // a repository's file: never a FIFO or a device
 	if err != nil {
 		return nil
 	}

@@ -1339,8 +1339,10 @@ type TrustInfo struct {
 	// dir is the project directory (the session's root).
 	Dir     string `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
 	Trusted bool   `protobuf:"varint,2,opt,name=trusted,proto3" json:"trusted,omitempty"`
-	// ignored lists what is ignored while the project is not trusted, e.g.
-	// "3 allow rules in /p/.tackle/settings.json".
+	// ignored lists what the project's settings files set that does not
+	// apply, e.g. "3 allow rules in /p/.tackle/settings.json": everything that
+	// widens while the project is not trusted, and a bypassPermissions mode
+	// the person has not consented to (also in a trusted project).
 	Ignored []string `protobuf:"bytes,3,rep,name=ignored,proto3" json:"ignored,omitempty"`
 	// hint says how to trust it: "tackle trust /p".
 	Hint          string `protobuf:"bytes,4,opt,name=hint,proto3" json:"hint,omitempty"`
@@ -4599,8 +4601,12 @@ func (x *AuditResponse) GetEntries() []*AuditEntry {
 
 // TrustRequest names the directory to trust (absolute).
 type TrustRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Dir           string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Dir   string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	// allow_bypass also lets the project's settings files set
+	// permissions.defaultMode bypassPermissions (the person's consent, which a
+	// trusted project still needs for that mode).
+	AllowBypass   bool `protobuf:"varint,2,opt,name=allow_bypass,json=allowBypass,proto3" json:"allow_bypass,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4640,6 +4646,13 @@ func (x *TrustRequest) GetDir() string {
 		return x.Dir
 	}
 	return ""
+}
+
+func (x *TrustRequest) GetAllowBypass() bool {
+	if x != nil {
+		return x.AllowBypass
+	}
+	return false
 }
 
 // TrustResponse tells what changed.
@@ -7372,9 +7385,10 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x16\n" +
 	"\x06reason\x18\r \x01(\tR\x06reason\"@\n" +
 	"\rAuditResponse\x12/\n" +
-	"\aentries\x18\x01 \x03(\v2\x15.tackle.v1.AuditEntryR\aentries\" \n" +
+	"\aentries\x18\x01 \x03(\v2\x15.tackle.v1.AuditEntryR\aentries\"C\n" +
 	"\fTrustRequest\x12\x10\n" +
-	"\x03dir\x18\x01 \x01(\tR\x03dir\";\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12!\n" +
+	"\fallow_bypass\x18\x02 \x01(\bR\vallowBypass\";\n" +
 	"\rTrustResponse\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
 	"\aalready\x18\x02 \x01(\bR\aalready\"\"\n" +

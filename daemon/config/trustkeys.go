@@ -1,0 +1,221 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+)
+
+// This file is THE list of what a project's settings may do before the
+// project is trusted. A repository is data someone else wrote: until the
+// person runs `tackle trust`, its settings files (project and local scope)
+// may only narrow what tackle does. Every key tackle reads is listed here
+// with its effect; Load applies the list, so no reader of Settings can
+// forget it. A key that is not listed is dropped from an untrusted
+// project's files: a new setting is safe until someone decides here what
+// it can do.
+
+// effect is what a settings key from a project file can do to what tackle
+// may do.
+type effect int
+
+const (
+	// widens: more is allowed, code runs, or data leaves the machine.
+	// Ignored until the project is trusted, and listed in Settings.Ignored.
+	widens effect = iota
+	// narrows: less is allowed (a deny rule). Applies untrusted.
+	narrows
+	// neutral: changes nothing tackle may do (a listing budget, a
+	// timeout). Applies untrusted.
+	neutral
+)
+
+// projectKeys are the top-level keys tackle reads. "permissions" is
+// decided key by key (permissionKeys).
+var projectKeys = map[string]effect{
+	"$schema":                    neutral,
+	"hooks":                      widens,  // runs commands at every tool call
+	"disableAllHooks":            widens,  // turns off the person's own hooks, which may guard
+	"mcpServers":                 widens,  // starts servers
+	"enableAllProjectMcpServers": widens,  // a project approving its own servers
+	"enabledMcpjsonServers":      widens,  // likewise
+	"disabledMcpjsonServers":     narrows, // fewer servers
+	"env":                        widens,  // changes what every command and server runs with
+	"apiKeyHelper":               widens,  // a command whose output is a credential
+	"awsAuthRefresh":             widens,  // commands Claude Code runs for credentials
+	"awsCredentialExport":        widens,
+	"otelHeadersHelper":          widens,
+	"statusLine":                 widens, // a command
+	"plugins":                    widens, // skills with !`cmd` lines and hooks, agent definitions
+	"enabledPlugins":             widens,
+	"extraKnownMarketplaces":     widens,
+	"webSearch":                  widens, // where the model's queries go, and which variable's secret is sent
+	"toolSearch":                 neutral,
+	"contextTokens":              neutral,
+	"skillListingBudget":         neutral,
+	"mcp":                        neutral, // startup and tool timeouts, output limits
+	// The person's consent to bypassPermissions is theirs: only a user or
+	// managed file gives it.
+	bypassConsentKey: widens,
+}
+
+// permissionKeys are the keys of the "permissions" block. defaultMode is
+// decided by its value (narrowingModes).
+var permissionKeys = map[string]effect{
+	"allow":                        widens,
+	"additionalDirectories":        widens,
+	"ask":                          narrows,
+	"deny":                         narrows,
+	"disableBypassPermissionsMode": narrows,
+	"askTimeoutSeconds":            neutral, // nobody answering still denies
+}
+
+// narrowingModes are the permission modes an untrusted project may set:
+// they allow no more than default. (acceptEdits and bypassPermissions allow
+// more; dontAsk takes the prompt away from the person, which is not a
+// repository's choice to make either.)
+var narrowingModes = map[string]bool{"default": true, "plan": true}
+
+// bypassConsentKey in a user or managed settings file is the person's
+// consent to a project file's `defaultMode: "bypassPermissions"` (Claude
+// Code writes it to ~/.claude/settings.json once the person accepted the
+// mode). `tackle trust --allow-bypass DIR` gives it for one project.
+const bypassConsentKey = "skipDangerousModePermissionPrompt"
+
+const modeBypass = "bypassPermissions"
+
+// trustState is what Load knows of a project's trust.
+type trustState struct {
+	trusted bool
+	// bypass: the person consented to bypassPermissions from this
+	// project's files (tackle trust --allow-bypass).
+	bypass bool
+}
+
+// workspaceFile reports whether a settings file comes from the project
+// (its files may be someone else's).
+func workspaceFile(scope string) bool { return scope == ScopeProject || scope == ScopeLocal }
+
+// applyTrust returns what a project or local file f contributes, and a
+// line for each setting it loses: untrusted, only the keys that narrow or
+// change nothing; trusted, everything but a bypassPermissions defaultMode
+// without the person's consent (consent). dir is the project, for the hint.
+func applyTrust(src Source, f *parsed, ts trustState, consent bool, dir string) (*parsed, []string) {
+	mode := f.perms.DefaultMode
+	bypassUnconsented := mode != nil && *mode == modeBypass && !consent
+	if ts.trusted && !bypassUnconsented {
+		return f, nil
+	}
+	var ignored []string
+	out := &parsed{raw: make(map[string]json.RawMessage, len(f.raw)), perms: f.perms}
+	keys := make([]string, 0, len(f.raw))
+	for k := range f.raw {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := f.raw[k]
+		if k == "permissions" {
+			continue
+		}
+		e, known := projectKeys[k]
+		if ts.trusted || (known && e != widens) {
+			out.raw[k] = v
+			continue
+		}
+		if known {
+			ignored = append(ignored, describeKey(k, v)+" in "+src.Path)
+		}
+	}
+
+	// The permissions block, key by key.
+	var perms map[string]json.RawMessage
+	if raw, ok := f.raw["permissions"]; ok {
+		_ = json.Unmarshal(raw, &perms) // parse checked its shape
+	}
+	kept := map[string]json.RawMessage{}
+	p := &out.perms
+	for k, v := range perms {
+		e, known := permissionKeys[k]
+		switch {
+		case k == "defaultMode":
+			if mode == nil || (narrowingModes[*mode] || ts.trusted) && !bypassUnconsented {
+				kept[k] = v
+				continue
+			}
+			p.DefaultMode = nil
+			line := fmt.Sprintf("permissions.defaultMode %q in %s", *mode, src.Path)
+			if ts.trusted {
+				line += fmt.Sprintf(" (a project file may set bypassPermissions only with your consent: tackle trust --allow-bypass %s, or %q: true in your user settings)", dir, bypassConsentKey)
+			}
+			ignored = append(ignored, line)
+		case ts.trusted || known && e != widens:
+			kept[k] = v
+		case k == "allow":
+			ignored = append(ignored, plural(len(p.Allow), "allow rule", "allow rules")+" in "+src.Path)
+			p.Allow = nil
+		case k == "additionalDirectories":
+			ignored = append(ignored, plural(len(p.AdditionalDirectories), "additional directory", "additional directories")+" in "+src.Path)
+			p.AdditionalDirectories = nil
+		}
+	}
+	if perms != nil {
+		b, err := json.Marshal(kept)
+		if err != nil {
+			b = []byte("{}")
+		}
+		out.raw["permissions"] = b
+	}
+	slices.Sort(ignored)
+	return out, ignored
+}
+
+// describeKey names an ignored setting: "2 hooks", "1 MCP server", or the
+// key in quotes.
+func describeKey(k string, v json.RawMessage) string {
+	switch k {
+	case "hooks":
+		var hooks map[string][]struct {
+			Hooks []json.RawMessage `json:"hooks"`
+		}
+		_ = json.Unmarshal(v, &hooks) // a wrong shape counts nothing
+		n := 0
+		for _, groups := range hooks {
+			for _, g := range groups {
+				n += len(g.Hooks)
+			}
+		}
+		return plural(n, "hook", "hooks")
+	case "mcpServers":
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal(v, &m)
+		return plural(len(m), "MCP server", "MCP servers")
+	}
+	return fmt.Sprintf("%q", k)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// consented reports whether a user or managed file of srcs holds the
+// person's consent to bypassPermissions from project files.
+func (l *Loader) consentedLocked(srcs []Source) bool {
+	for _, src := range srcs {
+		if workspaceFile(src.Scope) {
+			continue
+		}
+		e := l.files[src.Path]
+		if e == nil || e.good == nil || e.empty {
+			continue
+		}
+		var yes bool
+		if raw, ok := e.good.raw[bypassConsentKey]; ok && json.Unmarshal(raw, &yes) == nil && yes {
+			return true
+		}
+	}
+	return false
+}
