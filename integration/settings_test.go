@@ -6,11 +6,14 @@ import (
 	"testing"
 )
 
-// TestSettingsDefaultModeAppliesToCall: a project's .tackle/settings.json
-// sets the mode of the directory's default session, with no flag.
+// TestSettingsDefaultModeAppliesToCall: a trusted project's
+// .tackle/settings.json sets the mode of the directory's default session, with no flag.
 func TestSettingsDefaultModeAppliesToCall(t *testing.T) {
 	e := newEnv(t)
 	e.write(".tackle/settings.json", `{"permissions":{"defaultMode":"acceptEdits"}}`)
+	if r := e.tackle("", "trust"); r.code != 0 { // an untrusted project may not widen the mode
+		t.Fatalf("trust: %s", r.stderr)
+	}
 	path := filepath.Join(e.project, "new.txt")
 	var res resultJSON
 	r := e.json(&res, "", "call", "Write", mustJSON(map[string]any{"file_path": path, "content": "hello\n"}), "--permission-timeout", "5")

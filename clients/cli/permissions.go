@@ -277,9 +277,16 @@ func (a *app) rulesCommand() *cobra.Command {
 	return cmd
 }
 
-// printTrust tells what an untrusted project's settings lose.
+// printTrust tells what an untrusted project's settings lose (and what a
+// trusted one's lose without the person's consent).
 func (a *app) printTrust(t *tacklev1.TrustInfo) {
-	if t == nil || t.GetTrusted() {
+	if t == nil {
+		return
+	}
+	if t.GetTrusted() {
+		if len(t.GetIgnored()) > 0 {
+			fmt.Fprintf(a.stdout, "  project %s is trusted; ignored: %s\n", t.GetDir(), strings.Join(t.GetIgnored(), "; "))
+		}
 		return
 	}
 	if len(t.GetIgnored()) == 0 {
@@ -441,14 +448,21 @@ permission check is made, but no hook runs and no handler.`,
 }
 
 func (a *app) trustCommand() *cobra.Command {
-	var list, asJSON bool
+	var list, asJSON, allowBypass bool
 	cmd := &cobra.Command{
 		Use:   "trust [DIR]",
 		Short: "Trust a project directory (default: the current one), or --list the trusted ones",
 		Long: `Trust a project directory and everything below it. Until a project is
-trusted, its settings that widen access or run code — allow rules,
-additionalDirectories, hooks, MCP servers — are ignored; its deny and ask
-rules apply either way.`,
+trusted, its settings may only narrow what tackle does: everything that
+widens access or runs code — allow rules, additionalDirectories, a
+permission mode other than default or plan, hooks, MCP servers and their
+approvals, env, plugins, webSearch — is ignored (tackle permissions rules
+lists what); its deny and ask rules apply either way.
+
+Even in a trusted project, permissions.defaultMode "bypassPermissions" from
+a project file needs your consent: --allow-bypass gives it for this
+directory ("skipDangerousModePermissionPrompt": true in your user settings
+gives it for every trusted project).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
@@ -475,20 +489,25 @@ rules apply either way.`,
 				if err != nil {
 					return err
 				}
-				resp, err := c.Trust(ctx, dir)
+				resp, err := c.Trust(ctx, dir, allowBypass)
 				if err != nil {
 					return fmt.Errorf("trusting %s: %w", dir, err)
 				}
+				bypass := ""
+				if allowBypass {
+					bypass = " (its settings may set bypassPermissions)"
+				}
 				if resp.GetAlready() {
-					fmt.Fprintf(a.stdout, "%s is already trusted\n", resp.GetDir())
+					fmt.Fprintf(a.stdout, "%s is already trusted%s\n", resp.GetDir(), bypass)
 				} else {
-					fmt.Fprintf(a.stdout, "trusted %s\n", resp.GetDir())
+					fmt.Fprintf(a.stdout, "trusted %s%s\n", resp.GetDir(), bypass)
 				}
 				return nil
 			})
 		}),
 	}
 	cmd.Flags().BoolVar(&list, "list", false, "list the trusted directories")
+	cmd.Flags().BoolVar(&allowBypass, "allow-bypass", false, "also let the project's settings set permissions.defaultMode bypassPermissions")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "with --list: print a JSON array")
 	return cmd
 }

@@ -40,8 +40,8 @@ func (c *Client) Audit(ctx context.Context, sessionID string, limit uint32) ([]*
 }
 
 // Trust marks an absolute directory as trusted.
-func (c *Client) Trust(ctx context.Context, dir string) (*tacklev1.TrustResponse, error) {
-	r, err := c.svc.Trust(ctx, &tacklev1.TrustRequest{Dir: dir})
+func (c *Client) Trust(ctx context.Context, dir string, allowBypass bool) (*tacklev1.TrustResponse, error) {
+	r, err := c.svc.Trust(ctx, &tacklev1.TrustRequest{Dir: dir, AllowBypass: allowBypass})
 	return r, convertError(err)
 }
 
