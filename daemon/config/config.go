@@ -283,6 +283,16 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	for _, s := range srcs {
 		l.refreshLocked(s.Path)
 	}
+	mcpPath := ""
+	if !ts.trusted && projectDir != "" {
+		// An untrusted project's .mcp.json servers are listed as ignored.
+		mcpPath = join(ls.root, MCPProjectFile)
+		newDirs = l.watchDirLocked(mcpPath) || newDirs
+		if l.files[mcpPath] == nil {
+			l.files[mcpPath] = &fileEntry{rawOnly: true}
+		}
+		l.refreshLocked(mcpPath)
+	}
 	var problems []Problem
 	for _, s := range srcs {
 		if p := l.files[s.Path].problem; p != nil {
@@ -291,7 +301,7 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	}
 	m := l.merged[ls.key]
 	if m == nil || m.gen != l.gen || m.trust != ts {
-		m = &mergedEntry{gen: l.gen, trust: ts, settings: l.mergeLocked(srcs, ts, projectDir)}
+		m = &mergedEntry{gen: l.gen, trust: ts, settings: l.mergeLocked(srcs, ts, projectDir, mcpPath)}
 		l.merged[ls.key] = m
 	}
 	addReq, done := l.addReq, l.done
@@ -334,6 +344,7 @@ func syncWatch(addReq chan chan struct{}, done chan struct{}) {
 
 // loadSources is the source list of one project directory, as Load uses it.
 type loadSources struct {
+	root    string // the project directory, absolute ("" for none)
 	srcs    []Source
 	key     string // the paths joined: the key of merged
 	watched bool   // their directories were added to dirs
@@ -349,6 +360,9 @@ func (l *Loader) sourcesLocked(projectDir string) *loadSources {
 		clear(l.sources)
 	}
 	ls := &loadSources{srcs: l.Sources(projectDir)}
+	if projectDir != "" {
+		ls.root, _ = filepath.Abs(projectDir)
+	}
 	for _, s := range ls.srcs {
 		ls.key += s.Path + "\x00"
 	}
@@ -518,8 +532,10 @@ func lineCol(data []byte, off int) (line, col int) {
 }
 
 // mergeLocked merges the cached files of srcs (lowest precedence first),
-// the project's files as the trust ts of projectDir lets them apply.
-func (l *Loader) mergeLocked(srcs []Source, ts trustState, projectDir string) *Settings {
+// the project's files as the trust ts of projectDir lets them apply; the
+// servers of the project's .mcp.json at mcpPath (if set) are listed as
+// ignored.
+func (l *Loader) mergeLocked(srcs []Source, ts trustState, projectDir, mcpPath string) *Settings {
 	s := &Settings{Raw: map[string]json.RawMessage{}, Trusted: ts.trusted}
 	consent := ts.bypass || l.consentedLocked(srcs)
 	seen := map[*[]string]map[string]bool{}
@@ -563,6 +579,11 @@ func (l *Loader) mergeLocked(srcs []Source, ts trustState, projectDir string) *S
 		}
 		if fp.DisableBypassPermissionsMode != nil {
 			p.DisableBypassPermissionsMode = *fp.DisableBypassPermissionsMode
+		}
+	}
+	if e := l.files[mcpPath]; mcpPath != "" && e != nil && e.good != nil && !e.empty {
+		if raw, ok := e.good.raw["mcpServers"]; ok {
+			s.Ignored = append(s.Ignored, describeKey("mcpServers", raw)+" in "+mcpPath)
 		}
 	}
 	return s
