@@ -8,7 +8,7 @@ PKGS  := ./...
 
 .DEFAULT_GOAL := help
 
-.PHONY: help build run test lint generate check-generate bench integration deps tools
+.PHONY: help build run test fuzz lint generate check-generate bench integration deps tools
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
@@ -38,8 +38,14 @@ run: build ## build, start the daemon (auto-started by the CLI) and run real too
 deps: ## install what the tests need (ripgrep, fd-find as oracles; the npm MCP peers into testpeers/)
 	@bash scripts/deps.sh
 
-test: deps tools ## run every test (unit, daemon, CLI, integration)
+test: deps tools ## run every test (unit, daemon, CLI, integration), then the fuzz targets for a bounded time
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@$(MAKE) --no-print-directory fuzz
+
+FUZZTIME ?= 20s
+fuzz: ## run the fuzz targets for FUZZTIME each (rule parsing, the Bash analysis)
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./daemon/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./daemon/tools/shell/
 
 integration: deps tools ## run the integration suite against the real binaries
 	$(GO) test -count=1 -timeout 10m ./integration/...

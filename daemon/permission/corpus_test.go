@@ -138,7 +138,8 @@ var shellCorpus = []corpusCase{
 	{denyEditSecr, "", "tee secrets/key < /dev/null", Deny, ""},
 	{denyEditSecr, "", "echo x > notes.txt", Ask, ""},
 	{denyEditSecr, "", "cat secrets/key", Allow, ""},
-	{allowEcho, "", "echo x > out.txt", Allow, ""},
+	{allowEcho, "", "echo x > out.txt", Ask, ""}, // a redirection is an edit: the echo rule does not cover it (issue 10)
+	{allowEcho, "acceptEdits", "echo x > out.txt", Allow, ""},
 	{allowEcho, "", "echo x > /tmp/out.txt", Ask, ""},
 	{allowEcho, "", "echo x > .git/config", Ask, ""},
 	{allowEcho, "", "echo 'alias ls=rm' >> ~/.bashrc", Ask, ""},
@@ -153,7 +154,8 @@ var shellCorpus = []corpusCase{
 	{allowNpmTest, "", "NODE_ENV=test npm test", Allow, ""},
 	{allowNpmTest, "", "LD_PRELOAD=/tmp/x.so npm test", Ask, ""},
 	{allowNpmTest, "", "timeout 60 npm test", Allow, ""},
-	{allowNpmTest, "", "npm test > test.log 2>&1", Allow, ""},
+	{allowNpmTest, "", "npm test > test.log 2>&1", Ask, ""}, // the redirection is an edit
+	{allowNpmTest, "acceptEdits", "npm test > test.log 2>&1", Allow, ""},
 	{allowNpmTest, "", "ls && npm test", Allow, ""},
 	{[]string{"allow:Bash(npm run:*)"}, "", "npm run build", Allow, ""},
 	{allowGit, "", "git commit -m 'x'", Allow, ""},

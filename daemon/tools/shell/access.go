@@ -1,11 +1,15 @@
 package shell
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/expand"
@@ -31,8 +35,14 @@ import (
 //   - Writes: the targets of > >> &> &>> >| <> and >&FILE (not /dev/null,
 //     the standard streams or a file descriptor), and the files of tee,
 //     touch, rm, mkdir, cp, mv, dd of=, sed -i, sort -o, ….
+//   - Redirects: the Writes that are redirection targets.
 //   - Reads: the file operands of the commands that read files (cat, head,
-//     grep, sed, awk, jq, cp, …), < targets and sourced files.
+//     grep, sed, awk, jq, cp, …), < targets and sourced files, and the
+//     paths whose content git prints when they are literal (gitread.go).
+//   - RecursiveReads: the directories read whole (grep -r, rg, find -exec,
+//     tar c, …: recursive.go); they are in Reads as well.
+//   - RepoReads: the repositories whose content a git command prints
+//     without naming literal paths (git log -p, git grep, …: gitread.go).
 //   - Paths are resolved against the directory the command would run in (cd
 //     and pushd are followed; when a cd may or may not apply, both
 //     directories count), then ~, braces and globs are expanded against the
@@ -42,8 +52,11 @@ import (
 //   - AlwaysAsk: a write to a protected path (tool.ProtectedPath), bash/sh/zsh/… -c, a shell reading commands from its input,
 //     eval, source of a file outside the working directories (or not known),
 //     a command name only known when it runs, shopt -s expand_aliases,
-//     nesting deeper than maxNesting, a command over 10,000 characters or one
-//     that does not parse.
+//     a trap whose command is only known when it runs, a word expansion that
+//     evaluates a value the analysis cannot see (evaluate.go: the literal
+//     text it would expand is analysed too, so deny rules see its commands),
+//     braces expanding to more than maxBraceWords words, nesting deeper than
+//     maxNesting, a command over 10,000 characters or one that does not parse.
 
 // maxNesting bounds the command strings parsed inside others (bash -c
 // "eval '…'").
@@ -51,10 +64,13 @@ const maxNesting = 4
 
 // shellAccess is the permission view of one command line.
 type shellAccess struct {
-	Commands  []string
-	Reads     []string
-	Writes    []string
-	AlwaysAsk string
+	Commands       []string
+	Reads          []string
+	Writes         []string
+	Redirects      []string
+	RecursiveReads []string
+	RepoReads      []string
+	AlwaysAsk      string
 }
 
 // analyzeAccess builds the permission view of command run in env's current
@@ -81,7 +97,10 @@ func analyzeAccess(env tool.Env, command string) shellAccess {
 			a.ask(fmt.Sprintf("the command writes %s, a protected path (%s)", w, name))
 		}
 	}
-	return shellAccess{Commands: a.commands, Reads: a.reads, Writes: a.writes, AlwaysAsk: strings.Join(a.asks, "; ")}
+	return shellAccess{
+		Commands: a.commands, Reads: a.reads, Writes: a.writes, Redirects: a.redirects,
+		RecursiveReads: a.treeReads, RepoReads: a.repoReads, AlwaysAsk: strings.Join(a.asks, "; "),
+	}
 }
 
 // homeDir is $HOME of the session's environment, else the daemon's.
@@ -100,8 +119,11 @@ type analyzer struct {
 	home  string
 	bases []string // the directories a command may run in (cd is followed)
 
-	commands, reads, writes, asks []string
-	seen                          map[string]bool // "c"/"r"/"w"/"a" + value, for de-duplication
+	commands, reads, writes, asks   []string
+	redirects, treeReads, repoReads []string
+	seen                            map[string]bool // kind letter + value, for de-duplication
+	globRead                        int             // directories and entries read to expand globs (maxGlobEntries)
+	resolved                        int             // paths resolved (maxPaths)
 }
 
 func (a *analyzer) add(list *[]string, kind, s string) {
@@ -121,11 +143,20 @@ func (a *analyzer) ask(reason string) {
 
 // script parses src and walks every node of it.
 func (a *analyzer) script(src string, depth int) error {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(src), "")
+	f, err := parseBash(src)
 	if err != nil {
 		return err
 	}
-	syntax.Walk(f, func(n syntax.Node) bool {
+	a.walk(src, f, depth)
+	return nil
+}
+
+// walk analyses every node of n, parsed from src, and what the word
+// expansions in it evaluate (evaluate.go).
+func (a *analyzer) walk(src string, n syntax.Node, depth int) {
+	var scan evalScan
+	syntax.Walk(n, func(n syntax.Node) bool {
+		scan.node(n)
 		switch n := n.(type) {
 		case *syntax.CallExpr:
 			if len(n.Args) > 0 {
@@ -135,6 +166,7 @@ func (a *analyzer) script(src string, depth int) error {
 			a.stdinScript(src, n, depth)
 		case *syntax.BinaryCmd:
 			a.pipedScript(n, depth)
+			a.pipedFind(src, n)
 		case *syntax.DeclClause:
 			a.command(source(src, n))
 		case *syntax.LetClause:
@@ -144,7 +176,32 @@ func (a *analyzer) script(src string, depth int) error {
 		}
 		return true
 	})
-	return nil
+	reasons, code := scan.finish()
+	for _, r := range reasons {
+		a.ask(r)
+	}
+	for _, c := range code {
+		if c.Script {
+			a.nested("code a builtin runs", c.Text, depth)
+		} else {
+			a.evaluated(c.Text, depth)
+		}
+	}
+}
+
+// evaluated analyses a literal text that bash expands as words while it
+// evaluates a value (the subscript in printf -v 'a[$(rm x)]'): the
+// commands in it run, so rules must see them.
+func (a *analyzer) evaluated(text string, depth int) {
+	if depth+1 > maxNesting {
+		a.ask(fmt.Sprintf("a value evaluated as code is nested more than %d levels deep, which is not analysed", maxNesting))
+		return
+	}
+	w, err := parseDocument(text)
+	if err != nil {
+		return // asked already, as a value that evaluates code
+	}
+	a.walk(text, w, depth+1)
 }
 
 // nested analyses a command string run by bash -c or eval.
@@ -175,14 +232,23 @@ type cword struct {
 	text string // the word as Commands writes it
 }
 
+// maxBraceWords bounds the words that brace expansion of one word may
+// make ({a,b}{c,d}… doubles with each brace): past it the word is kept as
+// written, and the command asked.
+const maxBraceWords = 1024
+
 // words turns the words of a simple command into cwords, expanding the
-// braces of static words as bash does.
-func words(src string, ws []*syntax.Word) []cword {
-	out := make([]cword, 0, len(ws))
+// braces of static words as bash does. over reports a word whose braces
+// make more than maxBraceWords words, kept as written.
+func words(src string, ws []*syntax.Word) (out []cword, over bool) {
+	out = make([]cword, 0, len(ws))
 	for _, w := range ws {
 		a := wordArg(w)
 		if a.Static && strings.Contains(a.S, "{") {
-			if fields, err := expand.Fields(&expand.Config{}, w); err == nil && len(fields) != 1 {
+			split := *w // SplitBraces replaces the parts
+			if syntax.SplitBraces(&split) && braceWords(&split, maxBraceWords) > maxBraceWords {
+				over = true
+			} else if fields, err := expand.Fields(&expand.Config{}, w); err == nil && len(fields) != 1 {
 				for _, f := range fields {
 					lit := &syntax.Word{Parts: []syntax.WordPart{&syntax.Lit{Value: f}}}
 					out = append(out, cword{arg: arg{S: f, Static: true, Glob: strings.ContainsAny(f, "*?[")}, w: lit, text: f})
@@ -196,7 +262,54 @@ func words(src string, ws []*syntax.Word) []cword {
 		}
 		out = append(out, c)
 	}
-	return out
+	return out, over
+}
+
+// braceWords counts the words that brace expansion makes of w (split by
+// syntax.SplitBraces), or some number over limit.
+func braceWords(w *syntax.Word, limit int) int {
+	n := 1
+	for _, p := range w.Parts {
+		br, ok := p.(*syntax.BraceExp)
+		if !ok {
+			continue
+		}
+		k := 0
+		if br.Sequence {
+			k = sequenceLen(br)
+		} else {
+			for _, e := range br.Elems {
+				k += braceWords(e, limit)
+				if k > limit {
+					break
+				}
+			}
+		}
+		if n *= max(k, 1); n > limit {
+			return limit + 1
+		}
+	}
+	return n
+}
+
+// sequenceLen is the number of words of {x..y[..step]}.
+func sequenceLen(br *syntax.BraceExp) int {
+	from, err1 := strconv.ParseInt(br.Elems[0].Lit(), 10, 64)
+	to, err2 := strconv.ParseInt(br.Elems[1].Lit(), 10, 64)
+	if err1 != nil || err2 != nil {
+		from, to = 0, 255 // letters: at most one word per byte value
+	}
+	step := int64(1)
+	if len(br.Elems) > 2 {
+		if n, err := strconv.ParseInt(br.Elems[2].Lit(), 10, 64); err == nil && n != 0 {
+			step = max(n, -n)
+		}
+	}
+	d := max(to-from, from-to)
+	if d/step >= math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int(d/step) + 1
 }
 
 func joinWords(ws []cword) string {
@@ -229,7 +342,11 @@ func (a *analyzer) call(src string, ce *syntax.CallExpr, depth int) {
 			prefix = append(prefix, source(src, as))
 		}
 	}
-	a.simplePrefixed(strings.Join(prefix, " "), words(src, ce.Args), depth)
+	ws, over := words(src, ce.Args)
+	if over {
+		a.ask(fmt.Sprintf("a word of the command has braces that expand to more than %d words, which is not analysed", maxBraceWords))
+	}
+	a.simplePrefixed(strings.Join(prefix, " "), ws, depth)
 }
 
 // unsafeVar reports environment variables that change which program a
@@ -292,6 +409,8 @@ func (a *analyzer) simplePrefixed(prefix string, ws []cword, depth int) {
 		if s, _ := staticJoin(args); strings.Contains(s, "-s") && strings.Contains(s, "expand_aliases") {
 			a.ask("shopt -s expand_aliases lets aliases change what later commands run")
 		}
+	case base == "trap":
+		a.trap(args, depth)
 	}
 	for _, inner := range innerCommands(base, args) {
 		if depth+1 > maxNesting {
@@ -374,6 +493,22 @@ func (a *analyzer) shell(name string, args []cword, depth int) {
 	a.ask(fmt.Sprintf("%s without a script reads the commands it runs from its standard input, which cannot be checked", name))
 }
 
+// trap handles trap ACTION SIGNAL…: the action is a command string the
+// shell runs later, analysed like eval's (an action only known when the
+// command runs is asked).
+func (a *analyzer) trap(args []cword, depth int) {
+	ops := args[skipOptions(args, ""):]
+	if len(ops) < 2 {
+		return // trap, trap -p, trap SIGNAL: nothing is set to run
+	}
+	switch act := ops[0]; {
+	case !act.Static:
+		a.ask(fmt.Sprintf("trap sets a command only known when the command runs (%s)", act.text))
+	case act.S != "" && act.S != "-":
+		a.nested("trap", act.S, depth)
+	}
+}
+
 // source handles source and `.`: the file is read and run in this shell.
 func (a *analyzer) source(name string, args []cword) {
 	if len(args) == 0 {
@@ -431,17 +566,25 @@ func (a *analyzer) redirect(r *syntax.Redirect) {
 	w := cword{arg: target, w: r.Word}
 	switch r.Op {
 	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrAll, syntax.AppAll, syntax.AppClob:
-		a.writeWord(w)
+		a.redirectTo(w)
 	case syntax.DplOut:
 		if target.Static && (isFD(target.S) || target.S == "-" || strings.HasSuffix(target.S, "-") && isFD(strings.TrimSuffix(target.S, "-"))) {
 			return
 		}
-		a.writeWord(w)
+		a.redirectTo(w)
 	case syntax.RdrIn:
 		a.readWord(w)
 	case syntax.RdrInOut:
 		a.readWord(w)
-		a.writeWord(w)
+		a.redirectTo(w)
+	}
+}
+
+// redirectTo records a file a redirection writes, in Writes and Redirects.
+func (a *analyzer) redirectTo(w cword) {
+	for _, p := range a.paths(w) {
+		a.write(p)
+		a.add(&a.redirects, "d", p)
 	}
 }
 
@@ -460,17 +603,35 @@ func (a *analyzer) writeWord(w cword) {
 	}
 }
 
-func (a *analyzer) readWord(w cword) {
-	for _, p := range a.paths(w) {
+// readWord records the files a word names as read, and returns them.
+func (a *analyzer) readWord(w cword) []string {
+	ps := a.paths(w)
+	for _, p := range ps {
 		a.read(p)
 	}
+	return ps
 }
 
-// paths resolves a path word against every possible current directory:
-// ~, braces and globs expanded as bash would, symlinks resolved. It
-// returns nil for a word whose value is only known at run time, and for
-// the harmless device files.
-func (a *analyzer) paths(w cword) []string {
+// paths resolves a path word against every possible current directory.
+func (a *analyzer) paths(w cword) []string { return a.pathsIn(a.bases, w) }
+
+// maxGlobEntries bounds the directories and entries one analysis reads
+// to expand globs (cat /*/*/* would read thousands of directories): past
+// it, a glob names the directory before its first pattern, read whole.
+const maxGlobEntries = 4096
+
+var errGlobBudget = errors.New("too many directories read to expand globs")
+
+// maxPaths bounds the paths one analysis resolves (each costs system
+// calls): past it, a word names the directory before its first pattern,
+// read whole, and the command is asked.
+const maxPaths = 1024
+
+// pathsIn resolves a path word against each of bases: ~, braces and
+// globs expanded as bash would, symlinks resolved. It returns nil for a
+// word whose value is only known at run time, and for the harmless device
+// files.
+func (a *analyzer) pathsIn(bases []string, w cword) []string {
 	if w.w == nil || !staticPath(w.w) {
 		return nil
 	}
@@ -478,15 +639,27 @@ func (a *analyzer) paths(w cword) []string {
 		return nil
 	}
 	var out []string
-	for _, base := range a.bases {
+	readDir := func(dir string) ([]fs.DirEntry, error) {
+		if a.globRead >= maxGlobEntries {
+			return nil, errGlobBudget
+		}
+		es, err := os.ReadDir(dir)
+		a.globRead += 1 + len(es)
+		return es, err
+	}
+	for _, base := range bases {
 		cfg := &expand.Config{
 			Env:      expand.ListEnviron("PWD="+base, "HOME="+a.home),
-			ReadDir2: os.ReadDir,
+			ReadDir2: readDir,
 		}
 		fields, err := expand.Fields(cfg, w.w)
+		if errors.Is(err, errGlobBudget) || err == nil && a.resolved+len(fields) > maxPaths {
+			fields, err = a.globPrefix(cfg, w.w, base)
+		}
 		if err != nil {
 			continue
 		}
+		a.resolved += len(fields)
 		for _, f := range fields {
 			if f == "" || harmless(f) {
 				continue
@@ -503,6 +676,25 @@ func (a *analyzer) paths(w cword) []string {
 		}
 	}
 	return out
+}
+
+// globPrefix is what a word too costly to expand and resolve names
+// instead: the directory before its first pattern, read whole; the command
+// is asked, since what it names is not checked one by one.
+func (a *analyzer) globPrefix(cfg *expand.Config, w *syntax.Word, base string) ([]string, error) {
+	lit, err := expand.Literal(cfg, w)
+	if err != nil {
+		return nil, err
+	}
+	dir := globDir(lit)
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	a.ask(fmt.Sprintf("the command names more paths than are checked one by one (%d), so a pattern counts as its whole directory", maxPaths))
+	rp := tool.RealPath(dir)
+	a.read(rp)
+	a.trees([]string{rp})
+	return []string{dir}, nil
 }
 
 // staticPath reports whether a word's value is known before it runs: no
@@ -529,6 +721,12 @@ func staticPath(w *syntax.Word) bool {
 // option in valued takes a value (attached, or the next word); a long one
 // in longValued takes the next word unless written --name=value.
 func skipOptions(ws []cword, valued string, longValued ...string) int {
+	return eachOption(ws, valued, longValued, nil)
+}
+
+// eachOption is skipOptions that also hands each short option of valued,
+// with its value, to fn (when fn is not nil).
+func eachOption(ws []cword, valued string, longValued []string, fn func(opt byte, value cword)) int {
 	for i := 0; i < len(ws); i++ {
 		w := ws[i]
 		if !w.Static || !strings.HasPrefix(w.S, "-") || w.S == "-" {
@@ -544,12 +742,21 @@ func skipOptions(ws []cword, valued string, longValued ...string) int {
 			continue
 		}
 		for j := 1; j < len(w.S); j++ {
-			if strings.IndexByte(valued, w.S[j]) >= 0 {
-				if j == len(w.S)-1 {
-					i++ // the value is the next word
-				}
-				break
+			if strings.IndexByte(valued, w.S[j]) < 0 {
+				continue
 			}
+			switch {
+			case j < len(w.S)-1:
+				if fn != nil {
+					fn(w.S[j], litWord(w.S[j+1:]))
+				}
+			case i+1 < len(ws):
+				i++ // the value is the next word
+				if fn != nil {
+					fn(w.S[j], ws[i])
+				}
+			}
+			break
 		}
 	}
 	return len(ws)
@@ -682,6 +889,15 @@ type fileSpec struct {
 	progLong  []string
 	// ops says what the operands are: read, write, or both.
 	ops opKind
+	// recFlags (short) and recLong (long, or NAME=VALUE) make the command
+	// read its directory operands whole (grep -r, cp -a); recValue is a
+	// short option whose value "recurse" does (grep -d recurse). alwaysRec
+	// commands always do (rg). recCwd: read whole with no operand, the
+	// current directory is (grep -r PAT, rg PAT).
+	recFlags          string
+	recLong           []string
+	recValue          byte
+	alwaysRec, recCwd bool
 }
 
 type opKind int
@@ -695,20 +911,25 @@ const (
 	opFirstRead               // uniq, xxd: the first operand is read, a second written
 )
 
-var grepSpec = fileSpec{valued: "ABCDdefm", readFlags: "f", longRead: []string{"file"}, program: true, progFlags: "ef", progLong: []string{"regexp", "file"}}
+var grepSpec = fileSpec{
+	valued: "ABCDdefm", readFlags: "f", longRead: []string{"file"}, program: true, progFlags: "ef", progLong: []string{"regexp", "file"},
+	recFlags: "rR", recLong: []string{"recursive", "dereference-recursive", "directories=recurse"}, recValue: 'd', recCwd: true,
+}
 
 // fileSpecs are the commands whose operands are files.
 var fileSpecs = map[string]fileSpec{
 	"cat": {}, "tac": {valued: "s"}, "nl": {valued: "bdfhilnsvw"}, "head": {valued: "nc"}, "tail": {valued: "ncs"},
 	"less": {valued: "bhjkoOpPtTxyz#"}, "more": {valued: "n"}, "wc": {}, "cut": {valued: "bcdf"},
-	"sort": {valued: "kStTo"}, "uniq": {valued: "fsw", ops: opFirstRead}, "diff": {valued: "CUFIxXLS"},
+	"sort": {valued: "kStTo"}, "uniq": {valued: "fsw", ops: opFirstRead}, "diff": {valued: "CUFIxXLS", readFlags: "X", longRead: []string{"from-file", "to-file", "exclude-from"}, recFlags: "r", recLong: []string{"recursive"}},
 	"cmp": {valued: "in"}, "comm": {}, "paste": {valued: "d"}, "join": {valued: "12aeojt"}, "file": {valued: "efFmP"},
 	"stat": {valued: "c"}, "strings": {valued: "ndtTe"}, "od": {valued: "AjNtw"}, "hexdump": {valued: "eEfns"},
 	"xxd": {valued: "cgloAsn", ops: opFirstRead}, "base64": {valued: "w"}, "base32": {valued: "w"},
 	"rev": {}, "fold": {valued: "w"}, "expand": {valued: "t"}, "unexpand": {valued: "t"}, "column": {valued: "cstoRNHWE"},
 	"md5sum": {}, "sha1sum": {}, "sha224sum": {}, "sha256sum": {}, "sha384sum": {}, "sha512sum": {}, "b2sum": {}, "cksum": {},
 	"grep": grepSpec, "egrep": grepSpec, "fgrep": grepSpec, "zgrep": grepSpec,
-	"rg":   {valued: "ABCEefgjmMrtT", readFlags: "f", longRead: []string{"file", "ignore-file"}, program: true, progFlags: "ef", progLong: []string{"regexp", "file"}},
+	"rg":   {valued: "ABCEefgjmMrtT", readFlags: "f", longRead: []string{"file", "ignore-file"}, program: true, progFlags: "ef", progLong: []string{"regexp", "file", "files", "type-list"}, alwaysRec: true, recCwd: true},
+	"ag":   {valued: "ABCGgmpW", program: true, progFlags: "g", alwaysRec: true, recCwd: true},
+	"ack":  {valued: "ABCgm", program: true, progFlags: "g", longRead: []string{"ackrc"}, alwaysRec: true, recCwd: true},
 	"sed":  {valued: "efl", readFlags: "f", longRead: []string{"file"}, program: true, progFlags: "ef", progLong: []string{"expression", "file"}},
 	"awk":  {valued: "fvF", readFlags: "f", longRead: []string{"file"}, program: true, progFlags: "f", progLong: []string{"file"}},
 	"gawk": {valued: "fvFeEil", readFlags: "fEi", longRead: []string{"file", "include", "exec"}, program: true, progFlags: "fE", progLong: []string{"file", "exec", "source"}},
@@ -718,7 +939,7 @@ var fileSpecs = map[string]fileSpec{
 	"tee": {ops: opWrite}, "touch": {valued: "dtr", readFlags: "r", ops: opWrite}, "rm": {ops: opWrite},
 	"rmdir": {ops: opWrite}, "mkdir": {valued: "m", ops: opWrite}, "truncate": {valued: "sr", readFlags: "r", ops: opWrite},
 	"shred": {valued: "nsu", ops: opWrite}, "unlink": {ops: opWrite},
-	"cp": {valued: "tS", ops: opCopy}, "mv": {valued: "tS", ops: opMove}, "install": {valued: "tSmogbCD", ops: opCopy},
+	"cp": {valued: "tS", ops: opCopy, recFlags: "rRa", recLong: []string{"recursive", "archive"}}, "mv": {valued: "tS", ops: opMove}, "install": {valued: "tSmogbCD", ops: opCopy},
 	"ln":    {valued: "tS", ops: opCopy},
 	"chmod": {ops: opMode}, "chown": {ops: opMode}, "chgrp": {ops: opMode},
 }
@@ -743,6 +964,21 @@ func (a *analyzer) files(name string, args []cword) {
 		return // source() resolved the file
 	case "jq":
 		args = jqArgs(a, args)
+	case "git":
+		a.gitReads(args)
+		return
+	case "find":
+		a.findReads(args)
+		return
+	case "tar":
+		a.tarReads(args)
+		return
+	case "zip":
+		a.zipReads(args)
+		return
+	case "rsync", "scp":
+		a.syncReads(name, args)
+		return
 	}
 	spec, ok := fileSpecs[name]
 	if !ok {
@@ -751,6 +987,7 @@ func (a *analyzer) files(name string, args []cword) {
 	var ops []cword
 	var target *cword // -t DIR of cp, mv, install, ln
 	programGiven, inPlace, sortOut := false, false, []cword(nil)
+	recursive := spec.alwaysRec
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		if !w.Static || !strings.HasPrefix(w.S, "-") || w.S == "-" || (spec.ops == opMode && len(ops) == 0 && isModeLike(w.S)) {
@@ -765,6 +1002,9 @@ func (a *analyzer) files(name string, args []cword) {
 			key, val, hasVal := strings.Cut(long, "=")
 			if slices.Contains(spec.progLong, key) {
 				programGiven = true
+			}
+			if slices.Contains(spec.recLong, key) || hasVal && slices.Contains(spec.recLong, key+"="+val) {
+				recursive = true
 			}
 			isRead := slices.Contains(spec.longRead, key)
 			var value *cword
@@ -796,6 +1036,9 @@ func (a *analyzer) files(name string, args []cword) {
 			if strings.IndexByte(spec.progFlags, c) >= 0 {
 				programGiven = true
 			}
+			if strings.IndexByte(spec.recFlags, c) >= 0 {
+				recursive = true
+			}
 			if name == "sed" && c == 'i' {
 				inPlace = true
 				break // -i[SUFFIX]
@@ -819,6 +1062,8 @@ func (a *analyzer) files(name string, args []cword) {
 				target = &value
 			case c == 'o' && name == "sort":
 				sortOut = append(sortOut, value)
+			case c == spec.recValue && value.Static && value.S == "recurse":
+				recursive = true
 			}
 			break
 		}
@@ -829,10 +1074,15 @@ func (a *analyzer) files(name string, args []cword) {
 	for _, w := range sortOut {
 		a.writeWord(w)
 	}
+	if recursive && spec.recCwd && len(ops) == 0 {
+		a.cwdTree(a.bases)
+	}
 	switch spec.ops {
 	case opRead:
 		for _, w := range ops {
-			a.readWord(w)
+			if ps := a.readWord(w); recursive {
+				a.trees(ps)
+			}
 			if inPlace {
 				a.writeWord(w)
 			}
@@ -863,7 +1113,9 @@ func (a *analyzer) files(name string, args []cword) {
 			srcs = nil // the link's target is not opened
 		}
 		for _, w := range srcs {
-			a.readWord(w)
+			if ps := a.readWord(w); recursive {
+				a.trees(ps)
+			}
 			if spec.ops == opMove {
 				a.writeWord(w)
 			}
@@ -925,7 +1177,8 @@ func jqArgs(a *analyzer, args []cword) []cword {
 // stdinShell reports whether a simple command (wrappers stripped) is a
 // shell reading its commands from its standard input.
 func (a *analyzer) stdinShell(src string, ce *syntax.CallExpr) bool {
-	ws := a.stripWrappers(words(src, ce.Args))
+	ws, _ := words(src, ce.Args)
+	ws = a.stripWrappers(ws)
 	if len(ws) == 0 || !ws[0].Static || !shellNames[path.Base(ws[0].S)] {
 		return false
 	}

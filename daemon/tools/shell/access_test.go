@@ -19,7 +19,7 @@ import (
 // accessEnv is a session whose root holds secrets/key, src/a.go, src/b.go,
 // a symlink out -> O (a directory outside) and keylink -> secrets/key;
 // HOME is the root's parent. It returns the env and the outside directory.
-func accessEnv(t *testing.T) (*tooltest.Env, string) {
+func accessEnv(t testing.TB) (*tooltest.Env, string) {
 	t.Helper()
 	env := newEnv(t)
 	outside, err := filepath.EvalSymlinks(t.TempDir())
@@ -44,7 +44,7 @@ func accessEnv(t *testing.T) (*tooltest.Env, string) {
 	return env, outside
 }
 
-func bashAccess(t *testing.T, env tool.Env, command string) tool.Access {
+func bashAccess(t testing.TB, env tool.Env, command string) tool.Access {
 	t.Helper()
 	raw, err := json.Marshal(map[string]any{"command": command})
 	if err != nil {
@@ -139,22 +139,32 @@ func TestAccessCommands(t *testing.T) {
 	}
 }
 
-func TestAccessPaths(t *testing.T) {
-	env, outside := accessEnv(t)
+// pathExpander returns a function that writes out the short paths of
+// the tables below: R/ is under the root of env (R the root itself), H/
+// under its HOME and O/ under outside (O itself).
+func pathExpander(env *tooltest.Env, outside string) func([]string) []string {
 	root, home := env.Root, filepath.Dir(env.Root)
-	expand := func(ps []string) []string {
+	return func(ps []string) []string {
 		var out []string
 		for _, p := range ps {
 			p = strings.Replace(p, "R/", root+"/", 1)
 			p = strings.Replace(p, "H/", home+"/", 1)
 			p = strings.Replace(p, "O/", outside+"/", 1)
-			if p == "R" {
+			switch p {
+			case "R":
 				p = root
+			case "O":
+				p = outside
 			}
 			out = append(out, p)
 		}
 		return out
 	}
+}
+
+func TestAccessPaths(t *testing.T) {
+	env, outside := accessEnv(t)
+	expand := pathExpander(env, outside)
 	for _, tc := range []struct {
 		command       string
 		reads, writes []string
@@ -210,7 +220,7 @@ func TestAccessPaths(t *testing.T) {
 		{"bash -c 'cat secrets/key > copy'", []string{"R/secrets/key"}, []string{"R/copy"}},
 		{"timeout 5 cat secrets/key; nice cat out/x", []string{"R/secrets/key", "O/x"}, nil},
 		{"sudo cat /etc/shadow", []string{"/etc/shadow"}, nil},
-		{"find . -name '*.go' | xargs cat", nil, nil},
+		{"find . -name '*.go' | xargs cat", []string{"R"}, nil},
 		{"source ./env.sh", []string{"R/env.sh"}, nil},
 		// commands that write files
 		{"tee -a log1 log2 < in", []string{"R/in"}, []string{"R/log1", "R/log2"}},
@@ -228,6 +238,42 @@ func TestAccessPaths(t *testing.T) {
 		acc := bashAccess(t, env, tc.command)
 		if diff := cmp.Diff(expand(tc.reads), acc.Reads, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%q reads (-want +got):\n%s", tc.command, diff)
+		}
+		if diff := cmp.Diff(expand(tc.writes), acc.Writes, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%q writes (-want +got):\n%s", tc.command, diff)
+		}
+	}
+}
+
+// TestAccessRedirects checks that the targets of redirections that write
+// are Redirects as well as Writes, and nothing else is.
+func TestAccessRedirects(t *testing.T) {
+	env, outside := accessEnv(t)
+	expand := pathExpander(env, outside)
+	for _, tc := range []struct {
+		command           string
+		redirects, writes []string
+	}{
+		{"echo a > x", []string{"R/x"}, []string{"R/x"}},
+		{"echo a >> x; echo b >| y; echo c &> z; echo d &>> w", []string{"R/x", "R/y", "R/z", "R/w"}, []string{"R/x", "R/y", "R/z", "R/w"}},
+		{"ls 2> err 3>three 1>&2", []string{"R/err", "R/three"}, []string{"R/err", "R/three"}},
+		{"cat <> rw", []string{"R/rw"}, []string{"R/rw"}},
+		{"echo x >&file", []string{"R/file"}, []string{"R/file"}},
+		{"exec 4>fd.txt", []string{"R/fd.txt"}, []string{"R/fd.txt"}},
+		{"echo x > out/new", []string{"O/new"}, []string{"O/new"}},
+		{"cd src && echo x > f", []string{"R/f", "R/src/f"}, []string{"R/f", "R/src/f"}},
+		{"(echo x > sub.txt)", []string{"R/sub.txt"}, []string{"R/sub.txt"}},
+		{"echo $(echo x > inner)", []string{"R/inner"}, []string{"R/inner"}},
+		{"bash -c 'echo x > nested'", []string{"R/nested"}, []string{"R/nested"}},
+		// not redirections, or harmless
+		{"echo x > /dev/null 2>&1; echo y 2>/dev/stderr >&-", nil, nil},
+		{"cat < in; cat <<< here; cat <<EOF\nx\nEOF", nil, nil},
+		{"tee t < in; touch u; cp src/a.go v", nil, []string{"R/t", "R/u", "R/v"}},
+		{"echo x > \"$F\"", nil, nil},
+	} {
+		acc := bashAccess(t, env, tc.command)
+		if diff := cmp.Diff(expand(tc.redirects), acc.Redirects, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%q redirects (-want +got):\n%s", tc.command, diff)
 		}
 		if diff := cmp.Diff(expand(tc.writes), acc.Writes, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("%q writes (-want +got):\n%s", tc.command, diff)

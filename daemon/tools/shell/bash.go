@@ -98,7 +98,9 @@ func (t *Bash) Validate(ctx context.Context, call *tool.Call) error {
 
 // CheckPermission implements tool.Tool: an exec access with the command,
 // its simple commands (Commands), the files it reads and writes (Reads,
-// Writes) and why it must always be asked (AlwaysAsk); see access.go.
+// Writes; Redirects, the writes that are redirections), the directories
+// and repositories it reads whole (RecursiveReads, RepoReads) and why it
+// must always be asked (AlwaysAsk); see access.go.
 // InsideWorkingDirs is true only for a read-only command whose every
 // path-like argument resolves inside the working directories.
 func (t *Bash) CheckPermission(ctx context.Context, call *tool.Call) (tool.Access, error) {
@@ -113,6 +115,7 @@ func (t *Bash) CheckPermission(ctx context.Context, call *tool.Call) (tool.Acces
 	}
 	sa := analyzeAccess(call.Env, in.Command)
 	acc.Commands, acc.Reads, acc.Writes, acc.AlwaysAsk = sa.Commands, sa.Reads, sa.Writes, sa.AlwaysAsk
+	acc.Redirects, acc.RecursiveReads, acc.RepoReads = sa.Redirects, sa.RecursiveReads, sa.RepoReads
 	acc.CommandsReadOnly = make([]bool, len(acc.Commands))
 	for i, cmd := range acc.Commands {
 		// Relative paths resolve against the current directory: a command

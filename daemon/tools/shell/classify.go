@@ -17,7 +17,9 @@ type class struct {
 	// Parsed is false for a command that does not parse or is too long.
 	Parsed bool
 	// ReadOnly is true when every simple command is a known read-only
-	// command with read-only arguments, and nothing is redirected to a file.
+	// command with read-only arguments, nothing is redirected to a file,
+	// and no word expansion evaluates a value the analysis cannot see
+	// (evaluate.go).
 	ReadOnly bool
 	// Destructive is true when some command deletes or overwrites data
 	// that cannot be recovered (rm, dd, git reset --hard, ...).
@@ -88,17 +90,41 @@ func classify(command string) class {
 	return c
 }
 
+// parsers are bash parsers for reuse: a Bash call parses its command
+// several times (classification, analysis, each simple command), and a
+// new parser costs more than a short command's parse. A parser keeps
+// nothing of the trees it returned (Parse starts afresh).
+var parsers = sync.Pool{New: func() any { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }}
+
+// parseBash parses src as a bash script.
+func parseBash(src string) (*syntax.File, error) {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	return p.Parse(strings.NewReader(src), "")
+}
+
+// parseDocument parses src as the body of a here-document: the
+// expansions in literal text.
+func parseDocument(src string) (*syntax.Word, error) {
+	p := parsers.Get().(*syntax.Parser)
+	defer parsers.Put(p)
+	return p.Document(strings.NewReader(src))
+}
+
 // parseClass is classify without the cache.
 func parseClass(command string) class {
 	if len(command) > maxClassifyChars || strings.TrimSpace(command) == "" {
 		return class{Destructive: len(command) <= 1<<20 && fallbackDestructive(command)}
 	}
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(command), "")
+	f, err := parseBash(command)
 	if err != nil {
 		return class{Destructive: fallbackDestructive(command)}
 	}
 	c := &classifier{ro: true}
 	syntax.Walk(f, c.visit)
+	if reasons, _ := c.scan.finish(); len(reasons) > 0 {
+		c.ro = false
+	}
 	return class{Parsed: true, ReadOnly: c.ro, Destructive: c.destructive, Refs: c.refs, Last: lastCommand(f.Stmts)}
 }
 
@@ -106,9 +132,11 @@ type classifier struct {
 	ro          bool
 	destructive bool
 	refs        []pathRef
+	scan        evalScan
 }
 
 func (c *classifier) visit(n syntax.Node) bool {
+	c.scan.node(n)
 	switch n := n.(type) {
 	case *syntax.Stmt:
 		if n.Coprocess || n.Disown {

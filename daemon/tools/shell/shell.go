@@ -20,8 +20,11 @@
 //
 // The package sees sessions only through tool.Env and changes them only
 // through a Result's Modifier (SetCwd for cd). It does not decide
-// permissions: CheckPermission reports the command and whether it is
-// read-only inside the working directories.
+// permissions: CheckPermission reports the command, whether it is
+// read-only inside the working directories, and what it runs, reads and
+// writes (access.go; the values its word expansions evaluate as code in
+// evaluate.go, the trees it reads whole in recursive.go, what git prints
+// in gitread.go).
 package shell
 
 import (
