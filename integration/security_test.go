@@ -240,3 +240,31 @@ func TestRedirectIsAnEdit(t *testing.T) {
 		t.Errorf("echo a > x in acceptEdits: %s %s", res.Status, res.text())
 	}
 }
+
+// A planted .git/config that makes `git status` run a program (as an
+// unpacked archive brings along) makes git commands ask: nobody answers,
+// nothing runs.
+func TestPlantedGitConfigAsks(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	e := newEnv(t)
+	cmd := exec.Command("git", "init", "-q")
+	cmd.Dir, cmd.Env = e.project, e.vars
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	if res, _ := e.callJSON("Bash", map[string]any{"command": "git status --short"}); res.Status != "completed" {
+		t.Fatalf("git status in an ordinary repository: %s %s", res.Status, res.text())
+	}
+	f, err := os.OpenFile(filepath.Join(e.project, ".git", "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("[core]\n\tfsmonitor = \"touch pwned; false\"\n")
+	f.Close()
+	res, _ := e.callJSON("Bash", map[string]any{"command": "git status --short"}, "--permission-timeout", "1")
+	if res.Status != "denied" || e.exists("pwned") {
+		t.Errorf("git status with a planted core.fsmonitor: %s (%s); pwned exists: %v", res.Status, res.text(), e.exists("pwned"))
+	}
+}

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -114,6 +115,12 @@ func (a *analyzer) gitReads(args []cword) {
 	g, sub, rest, ok := a.gitContext(args)
 	if !ok {
 		return
+	}
+	for _, root := range g.roots {
+		if key, path := gitHazard(root); key != "" {
+			a.ask(fmt.Sprintf("the repository's git config %s sets %s, which makes git run a program", path, key))
+			break
+		}
 	}
 	if read := gitReaders[sub]; read != nil {
 		read(a, g, sub, rest)
