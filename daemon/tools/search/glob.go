@@ -224,15 +224,7 @@ func formatGlob(hits []globHit, skipped int) *tool.Result {
 	if len(hits) == 0 {
 		b.WriteString("No files found\n")
 	} else {
-		slices.SortFunc(hits, func(a, b globHit) int {
-			if a.mtime != b.mtime {
-				if a.mtime > b.mtime {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.path, b.path)
-		})
+		slices.SortFunc(hits, func(a, b globHit) int { return newestFirst(a.mtime, b.mtime, a.path, b.path) })
 		n := min(len(hits), maxGlobResults)
 		for _, h := range hits[:n] {
 			b.WriteString(h.path)

@@ -556,15 +556,7 @@ func (p *grepPlan) format(hits []grepHit, unreadable, skipped int) *tool.Result 
 	var summary string
 	switch p.mode {
 	case modeFiles:
-		slices.SortFunc(hits, func(a, b grepHit) int {
-			if a.mtime != b.mtime {
-				if a.mtime > b.mtime {
-					return -1
-				}
-				return 1
-			}
-			return strings.Compare(a.path, b.path)
-		})
+		slices.SortFunc(hits, func(a, b grepHit) int { return newestFirst(a.mtime, b.mtime, a.path, b.path) })
 		for _, h := range hits {
 			lines = append(lines, h.path)
 		}

@@ -144,3 +144,15 @@ func plural(n int, word string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
+
+// newestFirst orders results as Claude Code lists files: by modification
+// time (am, bm), newest first, then by path.
+func newestFirst(am, bm int64, ap, bp string) int {
+	switch {
+	case am > bm:
+		return -1
+	case am < bm:
+		return 1
+	}
+	return strings.Compare(ap, bp)
+}
