@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -143,6 +144,9 @@ func identity(p string) (fileID, uint64, bool) {
 // name, a file the call touches: a file with several links whose identity
 // is one of the files the rule covers.
 func (r *Rules) hardLinked(list []*compiled, in *input) (*compiled, string) {
+	if !slices.ContainsFunc(list, linkRule) {
+		return nil, "" // no path rule: no stat
+	}
 	var multi []string
 	var ids []fileID
 	for _, p := range union(in.reads, in.writes) {
@@ -158,7 +162,7 @@ func (r *Rules) hardLinked(list []*compiled, in *input) (*compiled, string) {
 		roots = append(roots, in.pc.cwd)
 	}
 	for _, c := range list {
-		if c.kind != kindPath || (c.rule.Tool != "Read" && c.rule.Tool != "Edit") {
+		if !linkRule(c) {
 			continue
 		}
 		set := r.linkCache().files(c, in.pc, roots)
@@ -173,6 +177,11 @@ func (r *Rules) hardLinked(list []*compiled, in *input) (*compiled, string) {
 		}
 	}
 	return nil, ""
+}
+
+// linkRule reports whether c is a path rule a hard link can evade.
+func linkRule(c *compiled) bool {
+	return c.kind == kindPath && (c.rule.Tool == "Read" || c.rule.Tool == "Edit")
 }
 
 // linkCache returns the rules' link cache, or a new one for rules built
