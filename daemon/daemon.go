@@ -86,6 +86,7 @@ type Daemon struct {
 	mcp      *mcpLayer
 	deferral *deferral
 	skills   *skillLayer
+	prompts  *prompts
 	srv      *server.Server
 
 	// bg counts the hook runs started in the background (SessionStart,
@@ -192,6 +193,7 @@ func New(opts *Options) (*Daemon, error) {
 		return nil, fmt.Errorf("registering MCP resource tools: %w", err)
 	}
 	d.skills = newSkillLayer(d)
+	d.prompts = newPrompts(d)
 	if err := d.registry.Register(d.skills.tool()); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering Skill: %w", err)
@@ -233,6 +235,7 @@ func New(opts *Options) (*Daemon, error) {
 		EndTurn:         d.perms.endTurn,
 		Deferred:        d.deferral.deferred,
 		Skills:          d.skills,
+		Agent:           d.prompts,
 	})
 	if err != nil {
 		d.closeState()

@@ -330,6 +330,51 @@ type eventJSON struct {
 	Session    *sessionChangeJSON `json:"session,omitempty"`
 	Shell      *shellJSON         `json:"shell,omitempty"`
 	Hook       *hookRunJSON       `json:"hook,omitempty"`
+	Prompt     *agentPromptJSON   `json:"prompt,omitempty"`
+	Delta      *deltaJSON         `json:"delta,omitempty"`
+	Message    json.RawMessage    `json:"message,omitempty"`
+	Retry      *retryJSON         `json:"retry,omitempty"`
+}
+
+// agentPromptJSON is a prompt of the query loop (prompt_started, prompt_ended, …).
+type agentPromptJSON struct {
+	ID         string          `json:"id"`
+	ClientID   string          `json:"client_id,omitempty"`
+	Text       string          `json:"text,omitempty"`
+	Model      string          `json:"model,omitempty"`
+	StopReason string          `json:"stop_reason,omitempty"`
+	Usage      json.RawMessage `json:"usage,omitempty"`
+	Requests   int32           `json:"requests,omitempty"`
+	Error      string          `json:"error,omitempty"`
+	FinalText  string          `json:"final_text,omitempty"`
+}
+
+// deltaJSON is a piece of a streaming answer.
+type deltaJSON struct {
+	PromptID  string `json:"prompt_id"`
+	Kind      string `json:"kind"`
+	Index     int32  `json:"index"`
+	Text      string `json:"text"`
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// retryJSON is a retried model request.
+type retryJSON struct {
+	PromptID string `json:"prompt_id"`
+	Attempt  int32  `json:"attempt"`
+	WaitMS   int64  `json:"wait_ms"`
+	Status   int32  `json:"status,omitempty"`
+	Reason   string `json:"reason"`
+}
+
+// usageJSON is a prompt's token use as JSON.
+func usageJSON(u *tacklev1.Usage) json.RawMessage {
+	b, _ := json.Marshal(map[string]int64{
+		"input_tokens": u.GetInputTokens(), "output_tokens": u.GetOutputTokens(),
+		"cache_creation_input_tokens": u.GetCacheCreationInputTokens(), "cache_read_input_tokens": u.GetCacheReadInputTokens(),
+	})
+	return b
 }
 
 func eventToJSON(e *tacklev1.Event) *eventJSON {
@@ -351,6 +396,20 @@ func eventToJSON(e *tacklev1.Event) *eventJSON {
 	}
 	if s := e.GetSession(); s != nil && (s.GetCwd() != "" || s.GetPermissionMode() != "" || s.GetTodosJson() != "") {
 		out.Session = &sessionChangeJSON{Cwd: s.GetCwd(), PermissionMode: s.GetPermissionMode(), Todos: rawJSON(s.GetTodosJson(), "")}
+	}
+	if p := e.GetPrompt(); p != nil {
+		out.Prompt = &agentPromptJSON{ID: p.GetId(), ClientID: p.GetClientId(), Text: p.GetText(), Model: p.GetModel(), StopReason: p.GetStopReason(),
+			Requests: p.GetRequests(), Error: p.GetError(), FinalText: p.GetFinalText()}
+		if p.GetUsage() != nil {
+			out.Prompt.Usage = usageJSON(p.GetUsage())
+		}
+	}
+	if d := e.GetDelta(); d != nil {
+		out.Delta = &deltaJSON{PromptID: d.GetPromptId(), Kind: d.GetKind(), Index: d.GetIndex(), Text: d.GetText(), ToolUseID: d.GetToolUseId(), Name: d.GetName()}
+	}
+	out.Message = rawJSON(e.GetMessageJson(), "")
+	if r := e.GetRetry(); r != nil {
+		out.Retry = &retryJSON{PromptID: r.GetPromptId(), Attempt: r.GetAttempt(), WaitMS: r.GetWaitMs(), Status: r.GetStatus(), Reason: r.GetReason()}
 	}
 	return out
 }

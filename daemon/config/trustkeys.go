@@ -54,6 +54,11 @@ var projectKeys = map[string]effect{
 	"contextTokens":              neutral,
 	"skillListingBudget":         neutral,
 	"mcp":                        neutral, // startup and tool timeouts, output limits
+	"model":                      neutral, // which model answers (the person's key pays either way)
+	"modelAliases":               neutral,
+	"maxTurns":                   neutral,
+	"autoCompactPercent":         neutral,
+	"provider":                   widens, // a base URL and key variable: where the conversation and the key go
 	// The person's consent to bypassPermissions is theirs: only a user or
 	// managed file gives it.
 	bypassConsentKey: widens,

@@ -48,6 +48,30 @@ const (
 	ShellUpdated Type = "shell_updated"
 	// HookRan: a hook handler ran (Hook holds what it was and what came of it).
 	HookRan Type = "hook_ran"
+
+	// The query loop's events (daemon/agent). The session log is the
+	// transcript: PromptStarted (the user's message), AssistantMessage and
+	// ToolResults, in order, rebuild the conversation.
+
+	// PromptQueued: a prompt arrived while another runs; it goes to the
+	// model at the next request (Prompt holds it).
+	PromptQueued Type = "prompt_queued"
+	// PromptStarted: a prompt's loop started (Prompt holds it; Message the
+	// user message as the model gets it).
+	PromptStarted Type = "prompt_started"
+	// AssistantDelta: a piece of the model's answer as it streams (Delta).
+	// May be dropped for slow readers; AssistantMessage holds it all.
+	AssistantDelta Type = "assistant_delta"
+	// AssistantMessage: one whole assistant message (Message).
+	AssistantMessage Type = "assistant_message"
+	// ToolResults: the user message that follows an assistant message: a
+	// tool_result for each of its tool calls, then the text of prompts
+	// queued meanwhile (Message).
+	ToolResults Type = "tool_results"
+	// ModelRetry: a model request failed and is retried (Retry).
+	ModelRetry Type = "model_retry"
+	// PromptEnded: a prompt's loop ended (Prompt: StopReason, Usage, Error).
+	PromptEnded Type = "prompt_ended"
 )
 
 // Call states, in pipeline order. The final states are the Status values of a Result.
@@ -98,6 +122,66 @@ type Event struct {
 	Shell *ShellInfo `json:"shell,omitempty"`
 	// Hook is set for HookRan.
 	Hook *HookRun `json:"hook,omitempty"`
+	// Prompt is set for PromptQueued, PromptStarted and PromptEnded.
+	Prompt *Prompt `json:"prompt,omitempty"`
+	// Delta is set for AssistantDelta.
+	Delta *Delta `json:"delta,omitempty"`
+	// Message is set for PromptStarted, AssistantMessage and ToolResults:
+	// a model.Message as JSON (this package does not import model).
+	Message json.RawMessage `json:"message,omitempty"`
+	// Retry is set for ModelRetry.
+	Retry *Retry `json:"retry,omitempty"`
+}
+
+// Prompt is one prompt of a session.
+type Prompt struct {
+	ID       string `json:"id"`
+	ClientID string `json:"client_id,omitempty"`
+	// Text is the prompt's text as the person typed it.
+	Text  string `json:"text,omitempty"`
+	Model string `json:"model,omitempty"`
+	// StopReason, Usage, Requests, Error and FinalText are set for PromptEnded.
+	StopReason string `json:"stop_reason,omitempty"`
+	Usage      *Usage `json:"usage,omitempty"`
+	Requests   int    `json:"requests,omitempty"`
+	Error      string `json:"error,omitempty"`
+	FinalText  string `json:"final_text,omitempty"`
+}
+
+// Usage is the token use of a prompt.
+type Usage struct {
+	InputTokens              int `json:"input_tokens"`
+	OutputTokens             int `json:"output_tokens"`
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
+}
+
+// Delta kinds.
+const (
+	DeltaText      = "text"
+	DeltaThinking  = "thinking"
+	DeltaToolInput = "tool_input"
+)
+
+// Delta is a piece of a streaming assistant message.
+type Delta struct {
+	PromptID string `json:"prompt_id"`
+	// Kind is DeltaText, DeltaThinking or DeltaToolInput.
+	Kind  string `json:"kind"`
+	Index int    `json:"index"`
+	Text  string `json:"text"`
+	// ToolUseID and Name are set on the first tool_input delta of a call.
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// Retry is one retry of a model request.
+type Retry struct {
+	PromptID string `json:"prompt_id"`
+	Attempt  int    `json:"attempt"`
+	WaitMS   int64  `json:"wait_ms"`
+	Status   int    `json:"status,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // Outcomes of a hook run (HookRun.Outcome).
@@ -206,5 +290,6 @@ type SessionChange struct {
 }
 
 // Droppable reports whether a slow reader may miss this event. Only
-// streaming progress may be dropped; everything else must be delivered.
-func (e *Event) Droppable() bool { return e.Type == CallProgress }
+// streaming progress and assistant deltas may be dropped; everything else
+// must be delivered.
+func (e *Event) Droppable() bool { return e.Type == CallProgress || e.Type == AssistantDelta }

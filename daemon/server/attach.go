@@ -231,6 +231,13 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		Shells:             shellsToProto(a.srv.shellsOf(sess.ID())),
 		Trust:              a.srv.trustInfo(sess.Root()),
 	}
+	if a.srv.opts.Agent != nil {
+		running, partial, queued := a.srv.opts.Agent.Snapshot(sess.ID())
+		snap.Prompt, snap.PartialText = promptToProto(running), partial
+		for _, q := range queued {
+			snap.QueuedPrompts = append(snap.QueuedPrompts, promptToProto(q))
+		}
+	}
 	if err := a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Snapshot{Snapshot: snap}}); err != nil {
 		return err
 	}

@@ -180,6 +180,12 @@ func eventToProto(e *event.Event) *tacklev1.Event {
 		Session:    sessionChangeToProto(e.Session, e.SessionID),
 		Shell:      shellToProto(e.Shell),
 		HookRun:    hookRunToProto(e.Hook),
+		Prompt:     promptToProto(e.Prompt),
+		Delta:      deltaToProto(e.Delta),
+		Retry:      retryToProto(e.Retry),
+	}
+	if len(e.Message) > 0 {
+		out.MessageJson = string(e.Message)
 	}
 	if e.Turn != nil {
 		out.Calls = callsToProto(e.Turn.Calls)

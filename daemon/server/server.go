@@ -99,6 +99,8 @@ type Options struct {
 	Deferred func(sess *session.Session, tools []tool.Tool) map[string]bool
 	// Skills, if set, serves the skill RPCs (else they are Unimplemented).
 	Skills Skills
+	// Agent, if set, serves AgentService (the query loop).
+	Agent Agent
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.
@@ -180,6 +182,9 @@ func New(opts *Options) (*Server, error) {
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
 	tacklev1.RegisterTackleServiceServer(s.grpc, s)
+	if s.opts.Agent != nil {
+		tacklev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
+	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
@@ -226,6 +231,9 @@ func (s *Server) stop() {
 	s.turnsMu.Lock()
 	s.draining = true
 	s.turnsMu.Unlock()
+	if s.opts.Agent != nil {
+		s.opts.Agent.Stop()
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
 	s.disp.Shutdown(ctx)

@@ -62,10 +62,13 @@ func newWriter(st *store.Store, log hclog.Logger) *writer {
 // durable reports whether an event of type t is stored before it is
 // published: what a person decided or changed (permission requests and
 // answers, session changes, todo lists, background shells starting and
-// ending, notices), which happens at human speed.
+// ending, notices), which happens at human speed, and the transcript of
+// the query loop (prompts and whole messages), which the conversation is
+// rebuilt from after a restart.
 func durable(t event.Type) bool {
 	switch t {
-	case event.PermissionRequested, event.PermissionResolved, event.SessionUpdated, event.TodosUpdated, event.ShellUpdated, event.Notice:
+	case event.PermissionRequested, event.PermissionResolved, event.SessionUpdated, event.TodosUpdated, event.ShellUpdated, event.Notice,
+		event.PromptQueued, event.PromptStarted, event.AssistantMessage, event.ToolResults, event.PromptEnded:
 		return true
 	}
 	return false

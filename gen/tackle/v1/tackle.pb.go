@@ -1263,7 +1263,14 @@ type Snapshot struct {
 	Shells []*BackgroundShell `protobuf:"bytes,4,rep,name=shells,proto3" json:"shells,omitempty"`
 	// trust says whether the session's project is trusted and, if not, which
 	// of its settings are ignored until it is.
-	Trust         *TrustInfo `protobuf:"bytes,5,opt,name=trust,proto3" json:"trust,omitempty"`
+	Trust *TrustInfo `protobuf:"bytes,5,opt,name=trust,proto3" json:"trust,omitempty"`
+	// prompt is the prompt the query loop runs now (none when idle);
+	// partial_text the text of the answer streaming now (since the last
+	// assistant_message); queued_prompts the prompts waiting to reach the
+	// model, oldest first.
+	Prompt        *PromptInfo   `protobuf:"bytes,6,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	PartialText   string        `protobuf:"bytes,7,opt,name=partial_text,json=partialText,proto3" json:"partial_text,omitempty"`
+	QueuedPrompts []*PromptInfo `protobuf:"bytes,8,rep,name=queued_prompts,json=queuedPrompts,proto3" json:"queued_prompts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1329,6 +1336,27 @@ func (x *Snapshot) GetShells() []*BackgroundShell {
 func (x *Snapshot) GetTrust() *TrustInfo {
 	if x != nil {
 		return x.Trust
+	}
+	return nil
+}
+
+func (x *Snapshot) GetPrompt() *PromptInfo {
+	if x != nil {
+		return x.Prompt
+	}
+	return nil
+}
+
+func (x *Snapshot) GetPartialText() string {
+	if x != nil {
+		return x.PartialText
+	}
+	return ""
+}
+
+func (x *Snapshot) GetQueuedPrompts() []*PromptInfo {
+	if x != nil {
+		return x.QueuedPrompts
 	}
 	return nil
 }
@@ -2189,7 +2217,22 @@ type Event struct {
 	// was killed.
 	Shell *BackgroundShell `protobuf:"bytes,15,opt,name=shell,proto3" json:"shell,omitempty"`
 	// hook_run is set for hook_ran: a hook handler ran.
-	HookRun       *HookRun `protobuf:"bytes,16,opt,name=hook_run,json=hookRun,proto3" json:"hook_run,omitempty"`
+	HookRun *HookRun `protobuf:"bytes,16,opt,name=hook_run,json=hookRun,proto3" json:"hook_run,omitempty"`
+	// prompt is set for prompt_queued, prompt_started and prompt_ended (the
+	// query loop, AgentService): prompt_ended carries stop_reason (end_turn,
+	// max_tokens, refusal, model_context_window_exceeded, stop_sequence,
+	// max_turns, cancelled, interrupted, error), usage and error.
+	Prompt *PromptInfo `protobuf:"bytes,17,opt,name=prompt,proto3" json:"prompt,omitempty"`
+	// delta is set for assistant_delta: a piece of the streaming answer. A
+	// slow reader may miss some (assistant_message has the whole message).
+	Delta *AssistantDelta `protobuf:"bytes,18,opt,name=delta,proto3" json:"delta,omitempty"`
+	// message_json is set for prompt_started (the user message),
+	// assistant_message and tool_results (the user message answering the
+	// tool calls): the message as the model API gets it, Anthropic's shape
+	// ({"role", "content": [blocks]}). These events must be delivered.
+	MessageJson string `protobuf:"bytes,19,opt,name=message_json,json=messageJson,proto3" json:"message_json,omitempty"`
+	// retry is set for model_retry: a model request failed and is retried.
+	Retry         *ModelRetry `protobuf:"bytes,20,opt,name=retry,proto3" json:"retry,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2336,6 +2379,378 @@ func (x *Event) GetHookRun() *HookRun {
 	return nil
 }
 
+func (x *Event) GetPrompt() *PromptInfo {
+	if x != nil {
+		return x.Prompt
+	}
+	return nil
+}
+
+func (x *Event) GetDelta() *AssistantDelta {
+	if x != nil {
+		return x.Delta
+	}
+	return nil
+}
+
+func (x *Event) GetMessageJson() string {
+	if x != nil {
+		return x.MessageJson
+	}
+	return ""
+}
+
+func (x *Event) GetRetry() *ModelRetry {
+	if x != nil {
+		return x.Retry
+	}
+	return nil
+}
+
+// PromptInfo is one prompt of a session.
+type PromptInfo struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	ClientId   string                 `protobuf:"bytes,2,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Text       string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	Model      string                 `protobuf:"bytes,4,opt,name=model,proto3" json:"model,omitempty"`
+	StopReason string                 `protobuf:"bytes,5,opt,name=stop_reason,json=stopReason,proto3" json:"stop_reason,omitempty"`
+	Usage      *Usage                 `protobuf:"bytes,6,opt,name=usage,proto3" json:"usage,omitempty"`
+	// requests is how many model requests the prompt made.
+	Requests int32  `protobuf:"varint,7,opt,name=requests,proto3" json:"requests,omitempty"`
+	Error    string `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	// final_text is the last assistant message's text.
+	FinalText     string `protobuf:"bytes,9,opt,name=final_text,json=finalText,proto3" json:"final_text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptInfo) Reset() {
+	*x = PromptInfo{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptInfo) ProtoMessage() {}
+
+func (x *PromptInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptInfo.ProtoReflect.Descriptor instead.
+func (*PromptInfo) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PromptInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PromptInfo) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *PromptInfo) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *PromptInfo) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *PromptInfo) GetStopReason() string {
+	if x != nil {
+		return x.StopReason
+	}
+	return ""
+}
+
+func (x *PromptInfo) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *PromptInfo) GetRequests() int32 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *PromptInfo) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PromptInfo) GetFinalText() string {
+	if x != nil {
+		return x.FinalText
+	}
+	return ""
+}
+
+// Usage is the token use of a prompt (summed over its requests).
+type Usage struct {
+	state                    protoimpl.MessageState `protogen:"open.v1"`
+	InputTokens              int64                  `protobuf:"varint,1,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens             int64                  `protobuf:"varint,2,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	CacheCreationInputTokens int64                  `protobuf:"varint,3,opt,name=cache_creation_input_tokens,json=cacheCreationInputTokens,proto3" json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int64                  `protobuf:"varint,4,opt,name=cache_read_input_tokens,json=cacheReadInputTokens,proto3" json:"cache_read_input_tokens,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *Usage) Reset() {
+	*x = Usage{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Usage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Usage) ProtoMessage() {}
+
+func (x *Usage) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Usage.ProtoReflect.Descriptor instead.
+func (*Usage) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *Usage) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCacheCreationInputTokens() int64 {
+	if x != nil {
+		return x.CacheCreationInputTokens
+	}
+	return 0
+}
+
+func (x *Usage) GetCacheReadInputTokens() int64 {
+	if x != nil {
+		return x.CacheReadInputTokens
+	}
+	return 0
+}
+
+// AssistantDelta is a piece of a streaming assistant message.
+type AssistantDelta struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	PromptId string                 `protobuf:"bytes,1,opt,name=prompt_id,json=promptId,proto3" json:"prompt_id,omitempty"`
+	// kind is text, thinking or tool_input.
+	Kind  string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Index int32  `protobuf:"varint,3,opt,name=index,proto3" json:"index,omitempty"`
+	Text  string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	// tool_use_id and name are set on the first tool_input piece of a call.
+	ToolUseId     string `protobuf:"bytes,5,opt,name=tool_use_id,json=toolUseId,proto3" json:"tool_use_id,omitempty"`
+	Name          string `protobuf:"bytes,6,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssistantDelta) Reset() {
+	*x = AssistantDelta{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssistantDelta) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssistantDelta) ProtoMessage() {}
+
+func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssistantDelta.ProtoReflect.Descriptor instead.
+func (*AssistantDelta) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *AssistantDelta) GetPromptId() string {
+	if x != nil {
+		return x.PromptId
+	}
+	return ""
+}
+
+func (x *AssistantDelta) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *AssistantDelta) GetIndex() int32 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *AssistantDelta) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *AssistantDelta) GetToolUseId() string {
+	if x != nil {
+		return x.ToolUseId
+	}
+	return ""
+}
+
+func (x *AssistantDelta) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// ModelRetry is one retry of a model request.
+type ModelRetry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	PromptId      string                 `protobuf:"bytes,1,opt,name=prompt_id,json=promptId,proto3" json:"prompt_id,omitempty"`
+	Attempt       int32                  `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	WaitMs        int64                  `protobuf:"varint,3,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	Status        int32                  `protobuf:"varint,4,opt,name=status,proto3" json:"status,omitempty"`
+	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelRetry) Reset() {
+	*x = ModelRetry{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelRetry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelRetry) ProtoMessage() {}
+
+func (x *ModelRetry) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelRetry.ProtoReflect.Descriptor instead.
+func (*ModelRetry) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ModelRetry) GetPromptId() string {
+	if x != nil {
+		return x.PromptId
+	}
+	return ""
+}
+
+func (x *ModelRetry) GetAttempt() int32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ModelRetry) GetWaitMs() int64 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+func (x *ModelRetry) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ModelRetry) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // CreateSessionRequest creates a session.
 type CreateSessionRequest struct {
 	state                 protoimpl.MessageState `protogen:"open.v1"`
@@ -2355,7 +2770,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2367,7 +2782,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2380,7 +2795,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -2437,7 +2852,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2864,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2877,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -2488,7 +2903,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2500,7 +2915,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2513,7 +2928,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -2526,7 +2941,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2538,7 +2953,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2551,7 +2966,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -2571,7 +2986,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2583,7 +2998,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2596,7 +3011,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -2616,7 +3031,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2628,7 +3043,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2641,7 +3056,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -2661,7 +3076,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +3088,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +3101,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -2705,7 +3120,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2717,7 +3132,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2730,7 +3145,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -2749,7 +3164,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +3176,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +3189,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -2842,7 +3257,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +3269,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +3282,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -2925,7 +3340,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2937,7 +3352,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2950,7 +3365,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -2988,7 +3403,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3000,7 +3415,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3013,7 +3428,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -3041,7 +3456,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +3468,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +3481,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -3094,7 +3509,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3106,7 +3521,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3119,7 +3534,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -3145,7 +3560,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3157,7 +3572,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3170,7 +3585,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
 }
 
 // StatusResponse describes the daemon.
@@ -3191,7 +3606,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3618,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3631,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -3291,7 +3706,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3718,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3731,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -3328,7 +3743,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3340,7 +3755,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3353,7 +3768,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
 }
 
 // ListShellsRequest names the session.
@@ -3366,7 +3781,7 @@ type ListShellsRequest struct {
 
 func (x *ListShellsRequest) Reset() {
 	*x = ListShellsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3378,7 +3793,7 @@ func (x *ListShellsRequest) String() string {
 func (*ListShellsRequest) ProtoMessage() {}
 
 func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3391,7 +3806,7 @@ func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
 func (*ListShellsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListShellsRequest) GetSessionId() string {
@@ -3411,7 +3826,7 @@ type ListShellsResponse struct {
 
 func (x *ListShellsResponse) Reset() {
 	*x = ListShellsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3423,7 +3838,7 @@ func (x *ListShellsResponse) String() string {
 func (*ListShellsResponse) ProtoMessage() {}
 
 func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3436,7 +3851,7 @@ func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
 func (*ListShellsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ListShellsResponse) GetShells() []*BackgroundShell {
@@ -3461,7 +3876,7 @@ type ReadShellOutputRequest struct {
 
 func (x *ReadShellOutputRequest) Reset() {
 	*x = ReadShellOutputRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3473,7 +3888,7 @@ func (x *ReadShellOutputRequest) String() string {
 func (*ReadShellOutputRequest) ProtoMessage() {}
 
 func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3486,7 +3901,7 @@ func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReadShellOutputRequest) GetSessionId() string {
@@ -3533,7 +3948,7 @@ type ReadShellOutputResponse struct {
 
 func (x *ReadShellOutputResponse) Reset() {
 	*x = ReadShellOutputResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3545,7 +3960,7 @@ func (x *ReadShellOutputResponse) String() string {
 func (*ReadShellOutputResponse) ProtoMessage() {}
 
 func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3558,7 +3973,7 @@ func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ReadShellOutputResponse) GetData() []byte {
@@ -3593,7 +4008,7 @@ type KillShellRequest struct {
 
 func (x *KillShellRequest) Reset() {
 	*x = KillShellRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3605,7 +4020,7 @@ func (x *KillShellRequest) String() string {
 func (*KillShellRequest) ProtoMessage() {}
 
 func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3618,7 +4033,7 @@ func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
 func (*KillShellRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *KillShellRequest) GetSessionId() string {
@@ -3646,7 +4061,7 @@ type KillShellResponse struct {
 
 func (x *KillShellResponse) Reset() {
 	*x = KillShellResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3658,7 +4073,7 @@ func (x *KillShellResponse) String() string {
 func (*KillShellResponse) ProtoMessage() {}
 
 func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3671,7 +4086,7 @@ func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
 func (*KillShellResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *KillShellResponse) GetShell() *BackgroundShell {
@@ -3691,7 +4106,7 @@ type ListPendingPermissionsRequest struct {
 
 func (x *ListPendingPermissionsRequest) Reset() {
 	*x = ListPendingPermissionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3703,7 +4118,7 @@ func (x *ListPendingPermissionsRequest) String() string {
 func (*ListPendingPermissionsRequest) ProtoMessage() {}
 
 func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3716,7 +4131,7 @@ func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListPendingPermissionsRequest) GetSessionId() string {
@@ -3736,7 +4151,7 @@ type ListPendingPermissionsResponse struct {
 
 func (x *ListPendingPermissionsResponse) Reset() {
 	*x = ListPendingPermissionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3748,7 +4163,7 @@ func (x *ListPendingPermissionsResponse) String() string {
 func (*ListPendingPermissionsResponse) ProtoMessage() {}
 
 func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3761,7 +4176,7 @@ func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListPendingPermissionsResponse) GetRequests() []*PermissionRequest {
@@ -3788,7 +4203,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3800,7 +4215,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3813,7 +4228,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ExplainRequest) GetSessionId() string {
@@ -3868,7 +4283,7 @@ type RuleSource struct {
 
 func (x *RuleSource) Reset() {
 	*x = RuleSource{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3880,7 +4295,7 @@ func (x *RuleSource) String() string {
 func (*RuleSource) ProtoMessage() {}
 
 func (x *RuleSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3893,7 +4308,7 @@ func (x *RuleSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleSource.ProtoReflect.Descriptor instead.
 func (*RuleSource) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *RuleSource) GetScope() string {
@@ -3936,7 +4351,7 @@ type ExplainStep struct {
 
 func (x *ExplainStep) Reset() {
 	*x = ExplainStep{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3948,7 +4363,7 @@ func (x *ExplainStep) String() string {
 func (*ExplainStep) ProtoMessage() {}
 
 func (x *ExplainStep) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3961,7 +4376,7 @@ func (x *ExplainStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainStep.ProtoReflect.Descriptor instead.
 func (*ExplainStep) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ExplainStep) GetStage() string {
@@ -4008,7 +4423,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4020,7 +4435,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4033,7 +4448,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ExplainResponse) GetDecision() string {
@@ -4103,7 +4518,7 @@ type ListRulesRequest struct {
 
 func (x *ListRulesRequest) Reset() {
 	*x = ListRulesRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4115,7 +4530,7 @@ func (x *ListRulesRequest) String() string {
 func (*ListRulesRequest) ProtoMessage() {}
 
 func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4128,7 +4543,7 @@ func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListRulesRequest) GetSessionId() string {
@@ -4160,7 +4575,7 @@ type PermissionRule struct {
 
 func (x *PermissionRule) Reset() {
 	*x = PermissionRule{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4172,7 +4587,7 @@ func (x *PermissionRule) String() string {
 func (*PermissionRule) ProtoMessage() {}
 
 func (x *PermissionRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4185,7 +4600,7 @@ func (x *PermissionRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRule.ProtoReflect.Descriptor instead.
 func (*PermissionRule) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *PermissionRule) GetText() string {
@@ -4235,7 +4650,7 @@ type RuleProblem struct {
 
 func (x *RuleProblem) Reset() {
 	*x = RuleProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4247,7 +4662,7 @@ func (x *RuleProblem) String() string {
 func (*RuleProblem) ProtoMessage() {}
 
 func (x *RuleProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4260,7 +4675,7 @@ func (x *RuleProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleProblem.ProtoReflect.Descriptor instead.
 func (*RuleProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RuleProblem) GetSource() *RuleSource {
@@ -4297,7 +4712,7 @@ type ListRulesResponse struct {
 
 func (x *ListRulesResponse) Reset() {
 	*x = ListRulesResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4309,7 +4724,7 @@ func (x *ListRulesResponse) String() string {
 func (*ListRulesResponse) ProtoMessage() {}
 
 func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4322,7 +4737,7 @@ func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListRulesResponse) GetRules() []*PermissionRule {
@@ -4366,7 +4781,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4378,7 +4793,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4391,7 +4806,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AuditRequest) GetSessionId() string {
@@ -4435,7 +4850,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4447,7 +4862,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4460,7 +4875,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *AuditEntry) GetSessionId() string {
@@ -4564,7 +4979,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4576,7 +4991,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4589,7 +5004,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *AuditResponse) GetEntries() []*AuditEntry {
@@ -4613,7 +5028,7 @@ type TrustRequest struct {
 
 func (x *TrustRequest) Reset() {
 	*x = TrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4625,7 +5040,7 @@ func (x *TrustRequest) String() string {
 func (*TrustRequest) ProtoMessage() {}
 
 func (x *TrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4638,7 +5053,7 @@ func (x *TrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustRequest.ProtoReflect.Descriptor instead.
 func (*TrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *TrustRequest) GetDir() string {
@@ -4667,7 +5082,7 @@ type TrustResponse struct {
 
 func (x *TrustResponse) Reset() {
 	*x = TrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4679,7 +5094,7 @@ func (x *TrustResponse) String() string {
 func (*TrustResponse) ProtoMessage() {}
 
 func (x *TrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4692,7 +5107,7 @@ func (x *TrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustResponse.ProtoReflect.Descriptor instead.
 func (*TrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *TrustResponse) GetDir() string {
@@ -4719,7 +5134,7 @@ type UntrustRequest struct {
 
 func (x *UntrustRequest) Reset() {
 	*x = UntrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4731,7 +5146,7 @@ func (x *UntrustRequest) String() string {
 func (*UntrustRequest) ProtoMessage() {}
 
 func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4744,7 +5159,7 @@ func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustRequest.ProtoReflect.Descriptor instead.
 func (*UntrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *UntrustRequest) GetDir() string {
@@ -4768,7 +5183,7 @@ type UntrustResponse struct {
 
 func (x *UntrustResponse) Reset() {
 	*x = UntrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4780,7 +5195,7 @@ func (x *UntrustResponse) String() string {
 func (*UntrustResponse) ProtoMessage() {}
 
 func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4793,7 +5208,7 @@ func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustResponse.ProtoReflect.Descriptor instead.
 func (*UntrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *UntrustResponse) GetDir() string {
@@ -4826,7 +5241,7 @@ type ListTrustedRequest struct {
 
 func (x *ListTrustedRequest) Reset() {
 	*x = ListTrustedRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4838,7 +5253,7 @@ func (x *ListTrustedRequest) String() string {
 func (*ListTrustedRequest) ProtoMessage() {}
 
 func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4851,7 +5266,7 @@ func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedRequest.ProtoReflect.Descriptor instead.
 func (*ListTrustedRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
 }
 
 // ListTrustedResponse lists the trusted directories, sorted.
@@ -4864,7 +5279,7 @@ type ListTrustedResponse struct {
 
 func (x *ListTrustedResponse) Reset() {
 	*x = ListTrustedResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4876,7 +5291,7 @@ func (x *ListTrustedResponse) String() string {
 func (*ListTrustedResponse) ProtoMessage() {}
 
 func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4889,7 +5304,7 @@ func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedResponse.ProtoReflect.Descriptor instead.
 func (*ListTrustedResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *ListTrustedResponse) GetDirs() []string {
@@ -4937,7 +5352,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4949,7 +5364,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4962,7 +5377,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *McpServer) GetName() string {
@@ -5103,7 +5518,7 @@ type McpProblem struct {
 
 func (x *McpProblem) Reset() {
 	*x = McpProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5115,7 +5530,7 @@ func (x *McpProblem) String() string {
 func (*McpProblem) ProtoMessage() {}
 
 func (x *McpProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5128,7 +5543,7 @@ func (x *McpProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpProblem.ProtoReflect.Descriptor instead.
 func (*McpProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *McpProblem) GetPath() string {
@@ -5165,7 +5580,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5177,7 +5592,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5190,7 +5605,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListMcpServersRequest) GetSessionId() string {
@@ -5225,7 +5640,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5237,7 +5652,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5250,7 +5665,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -5284,7 +5699,7 @@ type AddMcpServerRequest struct {
 
 func (x *AddMcpServerRequest) Reset() {
 	*x = AddMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5296,7 +5711,7 @@ func (x *AddMcpServerRequest) String() string {
 func (*AddMcpServerRequest) ProtoMessage() {}
 
 func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5309,7 +5724,7 @@ func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*AddMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *AddMcpServerRequest) GetCwd() string {
@@ -5357,7 +5772,7 @@ type AddMcpServerResponse struct {
 
 func (x *AddMcpServerResponse) Reset() {
 	*x = AddMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5369,7 +5784,7 @@ func (x *AddMcpServerResponse) String() string {
 func (*AddMcpServerResponse) ProtoMessage() {}
 
 func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5382,7 +5797,7 @@ func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*AddMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *AddMcpServerResponse) GetPath() string {
@@ -5405,7 +5820,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5417,7 +5832,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5430,7 +5845,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *RemoveMcpServerRequest) GetCwd() string {
@@ -5464,7 +5879,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5476,7 +5891,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5489,7 +5904,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *RemoveMcpServerResponse) GetPath() string {
@@ -5511,7 +5926,7 @@ type ReconnectMcpServerRequest struct {
 
 func (x *ReconnectMcpServerRequest) Reset() {
 	*x = ReconnectMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5523,7 +5938,7 @@ func (x *ReconnectMcpServerRequest) String() string {
 func (*ReconnectMcpServerRequest) ProtoMessage() {}
 
 func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5536,7 +5951,7 @@ func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ReconnectMcpServerRequest) GetSessionId() string {
@@ -5570,7 +5985,7 @@ type ReconnectMcpServerResponse struct {
 
 func (x *ReconnectMcpServerResponse) Reset() {
 	*x = ReconnectMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5582,7 +5997,7 @@ func (x *ReconnectMcpServerResponse) String() string {
 func (*ReconnectMcpServerResponse) ProtoMessage() {}
 
 func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5595,7 +6010,7 @@ func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ReconnectMcpServerResponse) GetServer() *McpServer {
@@ -5617,7 +6032,7 @@ type ApproveMcpServersRequest struct {
 
 func (x *ApproveMcpServersRequest) Reset() {
 	*x = ApproveMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5629,7 +6044,7 @@ func (x *ApproveMcpServersRequest) String() string {
 func (*ApproveMcpServersRequest) ProtoMessage() {}
 
 func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5642,7 +6057,7 @@ func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ApproveMcpServersRequest) GetCwd() string {
@@ -5676,7 +6091,7 @@ type ApproveMcpServersResponse struct {
 
 func (x *ApproveMcpServersResponse) Reset() {
 	*x = ApproveMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5688,7 +6103,7 @@ func (x *ApproveMcpServersResponse) String() string {
 func (*ApproveMcpServersResponse) ProtoMessage() {}
 
 func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5701,7 +6116,7 @@ func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ApproveMcpServersResponse) GetPath() string {
@@ -5724,7 +6139,7 @@ type ReadMcpLogsRequest struct {
 
 func (x *ReadMcpLogsRequest) Reset() {
 	*x = ReadMcpLogsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5736,7 +6151,7 @@ func (x *ReadMcpLogsRequest) String() string {
 func (*ReadMcpLogsRequest) ProtoMessage() {}
 
 func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5749,7 +6164,7 @@ func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ReadMcpLogsRequest) GetSessionId() string {
@@ -5793,7 +6208,7 @@ type ReadMcpLogsResponse struct {
 
 func (x *ReadMcpLogsResponse) Reset() {
 	*x = ReadMcpLogsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5805,7 +6220,7 @@ func (x *ReadMcpLogsResponse) String() string {
 func (*ReadMcpLogsResponse) ProtoMessage() {}
 
 func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5818,7 +6233,7 @@ func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReadMcpLogsResponse) GetPath() string {
@@ -5854,7 +6269,7 @@ type McpPromptArgument struct {
 
 func (x *McpPromptArgument) Reset() {
 	*x = McpPromptArgument{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5866,7 +6281,7 @@ func (x *McpPromptArgument) String() string {
 func (*McpPromptArgument) ProtoMessage() {}
 
 func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5879,7 +6294,7 @@ func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPromptArgument.ProtoReflect.Descriptor instead.
 func (*McpPromptArgument) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *McpPromptArgument) GetName() string {
@@ -5918,7 +6333,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5930,7 +6345,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5943,7 +6358,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *McpPrompt) GetName() string {
@@ -5993,7 +6408,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6005,7 +6420,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6018,7 +6433,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ListMcpPromptsRequest) GetSessionId() string {
@@ -6052,7 +6467,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6064,7 +6479,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6077,7 +6492,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -6101,7 +6516,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6113,7 +6528,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6126,7 +6541,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *GetPromptRequest) GetSessionId() string {
@@ -6176,7 +6591,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6188,7 +6603,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6201,7 +6616,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -6229,7 +6644,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6241,7 +6656,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6254,7 +6669,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -6283,7 +6698,7 @@ type LoadToolsRequest struct {
 
 func (x *LoadToolsRequest) Reset() {
 	*x = LoadToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6295,7 +6710,7 @@ func (x *LoadToolsRequest) String() string {
 func (*LoadToolsRequest) ProtoMessage() {}
 
 func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6308,7 +6723,7 @@ func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsRequest.ProtoReflect.Descriptor instead.
 func (*LoadToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *LoadToolsRequest) GetSessionId() string {
@@ -6347,7 +6762,7 @@ type LoadToolsResponse struct {
 
 func (x *LoadToolsResponse) Reset() {
 	*x = LoadToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6359,7 +6774,7 @@ func (x *LoadToolsResponse) String() string {
 func (*LoadToolsResponse) ProtoMessage() {}
 
 func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6372,7 +6787,7 @@ func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsResponse.ProtoReflect.Descriptor instead.
 func (*LoadToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *LoadToolsResponse) GetLoaded() []string {
@@ -6425,7 +6840,7 @@ type SkillInfo struct {
 
 func (x *SkillInfo) Reset() {
 	*x = SkillInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6437,7 +6852,7 @@ func (x *SkillInfo) String() string {
 func (*SkillInfo) ProtoMessage() {}
 
 func (x *SkillInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6450,7 +6865,7 @@ func (x *SkillInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
 func (*SkillInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *SkillInfo) GetName() string {
@@ -6578,7 +6993,7 @@ type SkillProblem struct {
 
 func (x *SkillProblem) Reset() {
 	*x = SkillProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6590,7 +7005,7 @@ func (x *SkillProblem) String() string {
 func (*SkillProblem) ProtoMessage() {}
 
 func (x *SkillProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6603,7 +7018,7 @@ func (x *SkillProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
 func (*SkillProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *SkillProblem) GetPath() string {
@@ -6647,7 +7062,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6659,7 +7074,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6672,7 +7087,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ListSkillsRequest) GetSessionId() string {
@@ -6707,7 +7122,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6719,7 +7134,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6732,7 +7147,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
@@ -6761,7 +7176,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6773,7 +7188,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6786,7 +7201,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *GetSkillRequest) GetSessionId() string {
@@ -6821,7 +7236,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6833,7 +7248,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6846,7 +7261,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *GetSkillResponse) GetSkill() *SkillInfo {
@@ -6880,7 +7295,7 @@ type RenderSkillRequest struct {
 
 func (x *RenderSkillRequest) Reset() {
 	*x = RenderSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6892,7 +7307,7 @@ func (x *RenderSkillRequest) String() string {
 func (*RenderSkillRequest) ProtoMessage() {}
 
 func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6905,7 +7320,7 @@ func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillRequest.ProtoReflect.Descriptor instead.
 func (*RenderSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *RenderSkillRequest) GetSessionId() string {
@@ -6963,7 +7378,7 @@ type RenderSkillResponse struct {
 
 func (x *RenderSkillResponse) Reset() {
 	*x = RenderSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6975,7 +7390,7 @@ func (x *RenderSkillResponse) String() string {
 func (*RenderSkillResponse) ProtoMessage() {}
 
 func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6988,7 +7403,7 @@ func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillResponse.ProtoReflect.Descriptor instead.
 func (*RenderSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *RenderSkillResponse) GetText() string {
@@ -7108,13 +7523,16 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"files_read\x18\t \x01(\rR\tfilesRead\x12\x1f\n" +
 	"\vcurrent_dir\x18\n" +
 	" \x01(\tR\n" +
-	"currentDir\"\xa4\x02\n" +
+	"currentDir\"\xb4\x03\n" +
 	"\bSnapshot\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12M\n" +
 	"\x13pending_permissions\x18\x02 \x03(\v2\x1c.tackle.v1.PermissionRequestR\x12pendingPermissions\x12;\n" +
 	"\rrunning_calls\x18\x03 \x03(\v2\x16.tackle.v1.RunningCallR\frunningCalls\x122\n" +
 	"\x06shells\x18\x04 \x03(\v2\x1a.tackle.v1.BackgroundShellR\x06shells\x12*\n" +
-	"\x05trust\x18\x05 \x01(\v2\x14.tackle.v1.TrustInfoR\x05trust\"e\n" +
+	"\x05trust\x18\x05 \x01(\v2\x14.tackle.v1.TrustInfoR\x05trust\x12-\n" +
+	"\x06prompt\x18\x06 \x01(\v2\x15.tackle.v1.PromptInfoR\x06prompt\x12!\n" +
+	"\fpartial_text\x18\a \x01(\tR\vpartialText\x12<\n" +
+	"\x0equeued_prompts\x18\b \x03(\v2\x15.tackle.v1.PromptInfoR\rqueuedPrompts\"e\n" +
 	"\tTrustInfo\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
 	"\atrusted\x18\x02 \x01(\bR\atrusted\x12\x18\n" +
@@ -7192,7 +7610,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"durationMs\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\tR\x06source\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x12\n" +
-	"\x04tool\x18\b \x01(\tR\x04tool\"\xd2\x04\n" +
+	"\x04tool\x18\b \x01(\tR\x04tool\"\x82\x06\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -7215,7 +7633,43 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"resolution\x12,\n" +
 	"\asession\x18\x0e \x01(\v2\x12.tackle.v1.SessionR\asession\x120\n" +
 	"\x05shell\x18\x0f \x01(\v2\x1a.tackle.v1.BackgroundShellR\x05shell\x12-\n" +
-	"\bhook_run\x18\x10 \x01(\v2\x12.tackle.v1.HookRunR\ahookRun\"\xe1\x01\n" +
+	"\bhook_run\x18\x10 \x01(\v2\x12.tackle.v1.HookRunR\ahookRun\x12-\n" +
+	"\x06prompt\x18\x11 \x01(\v2\x15.tackle.v1.PromptInfoR\x06prompt\x12/\n" +
+	"\x05delta\x18\x12 \x01(\v2\x19.tackle.v1.AssistantDeltaR\x05delta\x12!\n" +
+	"\fmessage_json\x18\x13 \x01(\tR\vmessageJson\x12+\n" +
+	"\x05retry\x18\x14 \x01(\v2\x15.tackle.v1.ModelRetryR\x05retry\"\xfd\x01\n" +
+	"\n" +
+	"PromptInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
+	"\tclient_id\x18\x02 \x01(\tR\bclientId\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12\x14\n" +
+	"\x05model\x18\x04 \x01(\tR\x05model\x12\x1f\n" +
+	"\vstop_reason\x18\x05 \x01(\tR\n" +
+	"stopReason\x12&\n" +
+	"\x05usage\x18\x06 \x01(\v2\x10.tackle.v1.UsageR\x05usage\x12\x1a\n" +
+	"\brequests\x18\a \x01(\x05R\brequests\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x12\x1d\n" +
+	"\n" +
+	"final_text\x18\t \x01(\tR\tfinalText\"\xc5\x01\n" +
+	"\x05Usage\x12!\n" +
+	"\finput_tokens\x18\x01 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x02 \x01(\x03R\foutputTokens\x12=\n" +
+	"\x1bcache_creation_input_tokens\x18\x03 \x01(\x03R\x18cacheCreationInputTokens\x125\n" +
+	"\x17cache_read_input_tokens\x18\x04 \x01(\x03R\x14cacheReadInputTokens\"\x9f\x01\n" +
+	"\x0eAssistantDelta\x12\x1b\n" +
+	"\tprompt_id\x18\x01 \x01(\tR\bpromptId\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05index\x18\x03 \x01(\x05R\x05index\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\x12\x1e\n" +
+	"\vtool_use_id\x18\x05 \x01(\tR\ttoolUseId\x12\x12\n" +
+	"\x04name\x18\x06 \x01(\tR\x04name\"\x8c\x01\n" +
+	"\n" +
+	"ModelRetry\x12\x1b\n" +
+	"\tprompt_id\x18\x01 \x01(\tR\bpromptId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\x05R\aattempt\x12\x17\n" +
+	"\await_ms\x18\x03 \x01(\x03R\x06waitMs\x12\x16\n" +
+	"\x06status\x18\x04 \x01(\x05R\x06status\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xe1\x01\n" +
 	"\x14CreateSessionRequest\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x125\n" +
 	"\x16additional_directories\x18\x02 \x03(\tR\x15additionalDirectories\x12'\n" +
@@ -7634,7 +8088,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 99)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -7663,82 +8117,86 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*PermissionResolved)(nil),             // 24: tackle.v1.PermissionResolved
 	(*HookRun)(nil),                        // 25: tackle.v1.HookRun
 	(*Event)(nil),                          // 26: tackle.v1.Event
-	(*CreateSessionRequest)(nil),           // 27: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),          // 28: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),            // 29: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),           // 30: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),              // 31: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),             // 32: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),           // 33: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),          // 34: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),                 // 35: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                       // 36: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),               // 37: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),              // 38: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),        // 39: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil),       // 40: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),                  // 41: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 42: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),                // 43: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),               // 44: tackle.v1.ShutdownResponse
-	(*ListShellsRequest)(nil),              // 45: tackle.v1.ListShellsRequest
-	(*ListShellsResponse)(nil),             // 46: tackle.v1.ListShellsResponse
-	(*ReadShellOutputRequest)(nil),         // 47: tackle.v1.ReadShellOutputRequest
-	(*ReadShellOutputResponse)(nil),        // 48: tackle.v1.ReadShellOutputResponse
-	(*KillShellRequest)(nil),               // 49: tackle.v1.KillShellRequest
-	(*KillShellResponse)(nil),              // 50: tackle.v1.KillShellResponse
-	(*ListPendingPermissionsRequest)(nil),  // 51: tackle.v1.ListPendingPermissionsRequest
-	(*ListPendingPermissionsResponse)(nil), // 52: tackle.v1.ListPendingPermissionsResponse
-	(*ExplainRequest)(nil),                 // 53: tackle.v1.ExplainRequest
-	(*RuleSource)(nil),                     // 54: tackle.v1.RuleSource
-	(*ExplainStep)(nil),                    // 55: tackle.v1.ExplainStep
-	(*ExplainResponse)(nil),                // 56: tackle.v1.ExplainResponse
-	(*ListRulesRequest)(nil),               // 57: tackle.v1.ListRulesRequest
-	(*PermissionRule)(nil),                 // 58: tackle.v1.PermissionRule
-	(*RuleProblem)(nil),                    // 59: tackle.v1.RuleProblem
-	(*ListRulesResponse)(nil),              // 60: tackle.v1.ListRulesResponse
-	(*AuditRequest)(nil),                   // 61: tackle.v1.AuditRequest
-	(*AuditEntry)(nil),                     // 62: tackle.v1.AuditEntry
-	(*AuditResponse)(nil),                  // 63: tackle.v1.AuditResponse
-	(*TrustRequest)(nil),                   // 64: tackle.v1.TrustRequest
-	(*TrustResponse)(nil),                  // 65: tackle.v1.TrustResponse
-	(*UntrustRequest)(nil),                 // 66: tackle.v1.UntrustRequest
-	(*UntrustResponse)(nil),                // 67: tackle.v1.UntrustResponse
-	(*ListTrustedRequest)(nil),             // 68: tackle.v1.ListTrustedRequest
-	(*ListTrustedResponse)(nil),            // 69: tackle.v1.ListTrustedResponse
-	(*McpServer)(nil),                      // 70: tackle.v1.McpServer
-	(*McpProblem)(nil),                     // 71: tackle.v1.McpProblem
-	(*ListMcpServersRequest)(nil),          // 72: tackle.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),         // 73: tackle.v1.ListMcpServersResponse
-	(*AddMcpServerRequest)(nil),            // 74: tackle.v1.AddMcpServerRequest
-	(*AddMcpServerResponse)(nil),           // 75: tackle.v1.AddMcpServerResponse
-	(*RemoveMcpServerRequest)(nil),         // 76: tackle.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil),        // 77: tackle.v1.RemoveMcpServerResponse
-	(*ReconnectMcpServerRequest)(nil),      // 78: tackle.v1.ReconnectMcpServerRequest
-	(*ReconnectMcpServerResponse)(nil),     // 79: tackle.v1.ReconnectMcpServerResponse
-	(*ApproveMcpServersRequest)(nil),       // 80: tackle.v1.ApproveMcpServersRequest
-	(*ApproveMcpServersResponse)(nil),      // 81: tackle.v1.ApproveMcpServersResponse
-	(*ReadMcpLogsRequest)(nil),             // 82: tackle.v1.ReadMcpLogsRequest
-	(*ReadMcpLogsResponse)(nil),            // 83: tackle.v1.ReadMcpLogsResponse
-	(*McpPromptArgument)(nil),              // 84: tackle.v1.McpPromptArgument
-	(*McpPrompt)(nil),                      // 85: tackle.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),          // 86: tackle.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),         // 87: tackle.v1.ListMcpPromptsResponse
-	(*GetPromptRequest)(nil),               // 88: tackle.v1.GetPromptRequest
-	(*PromptMessage)(nil),                  // 89: tackle.v1.PromptMessage
-	(*GetPromptResponse)(nil),              // 90: tackle.v1.GetPromptResponse
-	(*LoadToolsRequest)(nil),               // 91: tackle.v1.LoadToolsRequest
-	(*LoadToolsResponse)(nil),              // 92: tackle.v1.LoadToolsResponse
-	(*SkillInfo)(nil),                      // 93: tackle.v1.SkillInfo
-	(*SkillProblem)(nil),                   // 94: tackle.v1.SkillProblem
-	(*ListSkillsRequest)(nil),              // 95: tackle.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),             // 96: tackle.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),                // 97: tackle.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),               // 98: tackle.v1.GetSkillResponse
-	(*RenderSkillRequest)(nil),             // 99: tackle.v1.RenderSkillRequest
-	(*RenderSkillResponse)(nil),            // 100: tackle.v1.RenderSkillResponse
-	nil,                                    // 101: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 102: google.protobuf.Timestamp
+	(*PromptInfo)(nil),                     // 27: tackle.v1.PromptInfo
+	(*Usage)(nil),                          // 28: tackle.v1.Usage
+	(*AssistantDelta)(nil),                 // 29: tackle.v1.AssistantDelta
+	(*ModelRetry)(nil),                     // 30: tackle.v1.ModelRetry
+	(*CreateSessionRequest)(nil),           // 31: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),          // 32: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),            // 33: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),           // 34: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),              // 35: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),             // 36: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),           // 37: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),          // 38: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),                 // 39: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                       // 40: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),               // 41: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),              // 42: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),        // 43: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),       // 44: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),                  // 45: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 46: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),                // 47: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),               // 48: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),              // 49: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),             // 50: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),         // 51: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),        // 52: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),               // 53: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),              // 54: tackle.v1.KillShellResponse
+	(*ListPendingPermissionsRequest)(nil),  // 55: tackle.v1.ListPendingPermissionsRequest
+	(*ListPendingPermissionsResponse)(nil), // 56: tackle.v1.ListPendingPermissionsResponse
+	(*ExplainRequest)(nil),                 // 57: tackle.v1.ExplainRequest
+	(*RuleSource)(nil),                     // 58: tackle.v1.RuleSource
+	(*ExplainStep)(nil),                    // 59: tackle.v1.ExplainStep
+	(*ExplainResponse)(nil),                // 60: tackle.v1.ExplainResponse
+	(*ListRulesRequest)(nil),               // 61: tackle.v1.ListRulesRequest
+	(*PermissionRule)(nil),                 // 62: tackle.v1.PermissionRule
+	(*RuleProblem)(nil),                    // 63: tackle.v1.RuleProblem
+	(*ListRulesResponse)(nil),              // 64: tackle.v1.ListRulesResponse
+	(*AuditRequest)(nil),                   // 65: tackle.v1.AuditRequest
+	(*AuditEntry)(nil),                     // 66: tackle.v1.AuditEntry
+	(*AuditResponse)(nil),                  // 67: tackle.v1.AuditResponse
+	(*TrustRequest)(nil),                   // 68: tackle.v1.TrustRequest
+	(*TrustResponse)(nil),                  // 69: tackle.v1.TrustResponse
+	(*UntrustRequest)(nil),                 // 70: tackle.v1.UntrustRequest
+	(*UntrustResponse)(nil),                // 71: tackle.v1.UntrustResponse
+	(*ListTrustedRequest)(nil),             // 72: tackle.v1.ListTrustedRequest
+	(*ListTrustedResponse)(nil),            // 73: tackle.v1.ListTrustedResponse
+	(*McpServer)(nil),                      // 74: tackle.v1.McpServer
+	(*McpProblem)(nil),                     // 75: tackle.v1.McpProblem
+	(*ListMcpServersRequest)(nil),          // 76: tackle.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),         // 77: tackle.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),            // 78: tackle.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),           // 79: tackle.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),         // 80: tackle.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),        // 81: tackle.v1.RemoveMcpServerResponse
+	(*ReconnectMcpServerRequest)(nil),      // 82: tackle.v1.ReconnectMcpServerRequest
+	(*ReconnectMcpServerResponse)(nil),     // 83: tackle.v1.ReconnectMcpServerResponse
+	(*ApproveMcpServersRequest)(nil),       // 84: tackle.v1.ApproveMcpServersRequest
+	(*ApproveMcpServersResponse)(nil),      // 85: tackle.v1.ApproveMcpServersResponse
+	(*ReadMcpLogsRequest)(nil),             // 86: tackle.v1.ReadMcpLogsRequest
+	(*ReadMcpLogsResponse)(nil),            // 87: tackle.v1.ReadMcpLogsResponse
+	(*McpPromptArgument)(nil),              // 88: tackle.v1.McpPromptArgument
+	(*McpPrompt)(nil),                      // 89: tackle.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),          // 90: tackle.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),         // 91: tackle.v1.ListMcpPromptsResponse
+	(*GetPromptRequest)(nil),               // 92: tackle.v1.GetPromptRequest
+	(*PromptMessage)(nil),                  // 93: tackle.v1.PromptMessage
+	(*GetPromptResponse)(nil),              // 94: tackle.v1.GetPromptResponse
+	(*LoadToolsRequest)(nil),               // 95: tackle.v1.LoadToolsRequest
+	(*LoadToolsResponse)(nil),              // 96: tackle.v1.LoadToolsResponse
+	(*SkillInfo)(nil),                      // 97: tackle.v1.SkillInfo
+	(*SkillProblem)(nil),                   // 98: tackle.v1.SkillProblem
+	(*ListSkillsRequest)(nil),              // 99: tackle.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),             // 100: tackle.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),                // 101: tackle.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),               // 102: tackle.v1.GetSkillResponse
+	(*RenderSkillRequest)(nil),             // 103: tackle.v1.RenderSkillRequest
+	(*RenderSkillResponse)(nil),            // 104: tackle.v1.RenderSkillResponse
+	nil,                                    // 105: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 106: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -7757,125 +8215,131 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	8,   // 13: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,   // 14: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,   // 15: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	102, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	102, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	106, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	106, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
 	15,  // 18: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
 	22,  // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
 	19,  // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
 	18,  // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
 	17,  // 22: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	102, // 23: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	102, // 24: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	20,  // 25: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	102, // 26: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	23,  // 27: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	2,   // 28: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	102, // 29: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,   // 30: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	21,  // 31: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	22,  // 32: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	24,  // 33: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15,  // 34: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	18,  // 35: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	25,  // 36: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	15,  // 37: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15,  // 38: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15,  // 39: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	35,  // 40: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	36,  // 41: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12,  // 42: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	18,  // 43: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	18,  // 44: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	18,  // 45: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	22,  // 46: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	54,  // 47: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	55,  // 48: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	54,  // 49: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	54,  // 50: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	58,  // 51: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	59,  // 52: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	17,  // 53: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	102, // 54: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	62,  // 55: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	102, // 56: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	70,  // 57: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	71,  // 58: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	70,  // 59: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	84,  // 60: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	85,  // 61: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	101, // 62: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	20,  // 63: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	89,  // 64: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	93,  // 65: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	94,  // 66: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	93,  // 67: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	3,   // 68: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	27,  // 69: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	29,  // 70: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	31,  // 71: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	33,  // 72: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	37,  // 73: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	39,  // 74: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	41,  // 75: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	43,  // 76: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	45,  // 77: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	47,  // 78: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	49,  // 79: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	51,  // 80: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	53,  // 81: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	57,  // 82: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	61,  // 83: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	64,  // 84: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	66,  // 85: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	68,  // 86: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	72,  // 87: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	74,  // 88: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	76,  // 89: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	78,  // 90: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	80,  // 91: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	82,  // 92: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	86,  // 93: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	88,  // 94: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	91,  // 95: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	95,  // 96: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	97,  // 97: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	99,  // 98: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 99: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	28,  // 100: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	30,  // 101: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	32,  // 102: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	34,  // 103: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	38,  // 104: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	40,  // 105: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	42,  // 106: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	44,  // 107: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	46,  // 108: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	48,  // 109: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	50,  // 110: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	52,  // 111: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	56,  // 112: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	60,  // 113: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	63,  // 114: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	65,  // 115: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	67,  // 116: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	69,  // 117: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	73,  // 118: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	75,  // 119: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	77,  // 120: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	79,  // 121: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	81,  // 122: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	83,  // 123: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	87,  // 124: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	90,  // 125: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	92,  // 126: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	96,  // 127: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	98,  // 128: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	100, // 129: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	99,  // [99:130] is the sub-list for method output_type
-	68,  // [68:99] is the sub-list for method input_type
-	68,  // [68:68] is the sub-list for extension type_name
-	68,  // [68:68] is the sub-list for extension extendee
-	0,   // [0:68] is the sub-list for field type_name
+	27,  // 23: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	27,  // 24: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	106, // 25: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	106, // 26: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	20,  // 27: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	106, // 28: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	23,  // 29: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	2,   // 30: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	106, // 31: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,   // 32: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	21,  // 33: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	22,  // 34: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	24,  // 35: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15,  // 36: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	18,  // 37: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	25,  // 38: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	27,  // 39: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	29,  // 40: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	30,  // 41: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	28,  // 42: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	15,  // 43: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15,  // 44: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15,  // 45: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	39,  // 46: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	40,  // 47: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12,  // 48: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	18,  // 49: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	18,  // 50: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	18,  // 51: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	22,  // 52: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	58,  // 53: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	59,  // 54: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	58,  // 55: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	58,  // 56: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	62,  // 57: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	63,  // 58: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	17,  // 59: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	106, // 60: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	66,  // 61: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	106, // 62: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	74,  // 63: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	75,  // 64: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	74,  // 65: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	88,  // 66: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	89,  // 67: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	105, // 68: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	20,  // 69: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	93,  // 70: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	97,  // 71: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	98,  // 72: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	97,  // 73: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	3,   // 74: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	31,  // 75: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	33,  // 76: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	35,  // 77: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	37,  // 78: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	41,  // 79: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	43,  // 80: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	45,  // 81: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	47,  // 82: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	49,  // 83: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	51,  // 84: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	53,  // 85: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	55,  // 86: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	57,  // 87: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	61,  // 88: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	65,  // 89: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	68,  // 90: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	70,  // 91: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	72,  // 92: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	76,  // 93: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	78,  // 94: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	80,  // 95: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	82,  // 96: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	84,  // 97: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	86,  // 98: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	90,  // 99: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	92,  // 100: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	95,  // 101: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	99,  // 102: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	101, // 103: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	103, // 104: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 105: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	32,  // 106: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	34,  // 107: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	36,  // 108: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	38,  // 109: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	42,  // 110: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	44,  // 111: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	46,  // 112: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	48,  // 113: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	50,  // 114: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	52,  // 115: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	54,  // 116: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	56,  // 117: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	60,  // 118: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	64,  // 119: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	67,  // 120: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	69,  // 121: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	71,  // 122: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	73,  // 123: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	77,  // 124: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	79,  // 125: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	81,  // 126: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	83,  // 127: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	85,  // 128: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	87,  // 129: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	91,  // 130: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	94,  // 131: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	96,  // 132: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	100, // 133: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	102, // 134: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	104, // 135: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	105, // [105:136] is the sub-list for method output_type
+	74,  // [74:105] is the sub-list for method input_type
+	74,  // [74:74] is the sub-list for extension type_name
+	74,  // [74:74] is the sub-list for extension extendee
+	0,   // [0:74] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -7904,7 +8368,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   99,
+			NumMessages:   103,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

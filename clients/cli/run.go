@@ -1,0 +1,282 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/client"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+)
+
+// runFlags are the flags of tackle run.
+type runFlags struct {
+	sessionFlags
+	model    string
+	mode     string
+	maxTurns int32
+	asJSON   bool
+}
+
+func (a *app) runCommand() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run PROMPT",
+		Short: "Run one prompt through the agent to its end",
+		Long: `Send one prompt to the session's agent (the query loop in the daemon) and
+follow it to its end: the model's text streams to stdout, each tool call is
+one line on stderr (its name and main argument), edits print as diffs, and
+permission requests are asked on the terminal. PROMPT - reads the prompt
+from stdin.
+
+With --json every event is one JSON object a line, and the last line is
+{"stop_reason", "text", "usage"}. Exit status: 0 when the model ended its
+turn, 1 for any other stop (an error, max_tokens, max_turns, cancelled),
+2 for usage or connection errors.`,
+		Example: `  tackle run "explain what main.go does"
+  echo "fix the failing test" | tackle run - --permission-mode acceptEdits`,
+		Args: cobra.ExactArgs(1),
+		RunE: run(func(cmd *cobra.Command, args []string) error {
+			if err := checkMode(f.mode); err != nil {
+				return err
+			}
+			text, stdinFree := args[0], true
+			if text == "-" {
+				b, err := io.ReadAll(a.stdin)
+				if err != nil {
+					return fmt.Errorf("reading the prompt from stdin: %w", err)
+				}
+				text, stdinFree = string(b), false
+			}
+			if strings.TrimSpace(text) == "" {
+				return usageError("the prompt is empty")
+			}
+			return a.withSession(cmd, &f.sessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
+				return a.runPrompt(ctx, c, sid, text, &f, stdinFree)
+			})
+		}),
+	}
+	f.sessionFlags.register(cmd)
+	cmd.Flags().StringVar(&f.model, "model", "", "the model for this prompt (an alias such as sonnet, or a full id)")
+	cmd.Flags().StringVar(&f.mode, "permission-mode", "", "permission mode for the prompt's tool calls")
+	cmd.Flags().Int32Var(&f.maxTurns, "max-turns", 0, "the most model requests (0: the maxTurns setting, 100)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print every event as a JSON line, and the outcome last")
+	return cmd
+}
+
+// runOutcome is the last line of tackle run --json.
+type runOutcome struct {
+	StopReason string          `json:"stop_reason"`
+	Text       string          `json:"text"`
+	Usage      json.RawMessage `json:"usage"`
+	Error      string          `json:"error,omitempty"`
+	PromptID   string          `json:"prompt_id"`
+}
+
+// runPrompt sends the prompt and follows its events to prompt_ended.
+func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string, f *runFlags, stdinFree bool) error {
+	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer scancel()
+	s, err := c.Attach(sctx, tacklev1.Role_ROLE_CONTROLLER)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := s.Subscribe(sid, 0, true); err != nil {
+		return err
+	}
+	resp, err := c.Prompt(ctx, &tacklev1.PromptRequest{
+		SessionId: sid, Text: text, Model: f.model, PermissionMode: f.mode, MaxTurns: f.maxTurns,
+		ClientId: s.Welcome().GetClientId(),
+	})
+	if err != nil {
+		return fmt.Errorf("sending the prompt: %w", err)
+	}
+	promptID := resp.GetPromptId()
+	if resp.GetQueued() && !f.asJSON {
+		fmt.Fprintln(a.stderr, "tackle: another prompt is running in this session; yours is queued and goes to the model with its next request")
+	}
+
+	type item struct {
+		m   *tacklev1.ServerMessage
+		err error
+	}
+	msgs := make(chan item)
+	go func() {
+		defer close(msgs)
+		for m, err := range s.Messages() {
+			select {
+			case msgs <- item{m, err}:
+			case <-sctx.Done():
+				return
+			}
+		}
+	}()
+	var pr *prompter
+	if stdinFree && isTerminal(a.stdin) && !f.asJSON {
+		pr = newPrompter(a, s, sid)
+	}
+	v := &runView{a: a, asJSON: f.asJSON}
+	interrupted := ctx.Done()
+	var grace <-chan time.Time
+	for {
+		select {
+		case <-interrupted:
+			interrupted = nil
+			grace = time.After(cancelGrace)
+			fmt.Fprintln(a.stderr, "tackle: interrupted; cancelling the prompt")
+			if _, err := c.CancelPrompt(context.WithoutCancel(ctx), sid, ""); err != nil {
+				return fmt.Errorf("cancelling the prompt: %w", err)
+			}
+		case <-grace:
+			return fmt.Errorf("interrupted: the prompt did not end within %v after cancelling", cancelGrace)
+		case line := <-pr.input():
+			if err := pr.answer(line); err != nil {
+				return err
+			}
+		case it, ok := <-msgs:
+			if !ok {
+				return fmt.Errorf("the daemon ended the stream before the prompt ended: %w", client.ErrUnavailable)
+			}
+			if it.err != nil {
+				return fmt.Errorf("receiving events: %w", it.err)
+			}
+			e := it.m.GetEvent()
+			if se := it.m.GetError(); se != nil && se.GetResubscribeFromSeq() != 0 {
+				sub := &tacklev1.Subscribe{SessionId: sid, FromSeq: se.GetResubscribeFromSeq()}
+				if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
+					return fmt.Errorf("subscribing again: %w", err)
+				}
+				continue
+			}
+			if e == nil {
+				continue
+			}
+			if err := v.event(e, pr); err != nil {
+				return err
+			}
+			if e.GetType() == "prompt_ended" && e.GetPrompt().GetId() == promptID {
+				return v.end(e.GetPrompt())
+			}
+		}
+	}
+}
+
+// runView prints a prompt's events for a person, or as JSON lines.
+type runView struct {
+	a         *app
+	asJSON    bool
+	midLine   bool // the last text printed did not end a line
+	sawDeltas bool // text came as deltas: assistant_message need not repeat it
+}
+
+func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
+	if v.asJSON {
+		return v.a.printEvent(e, true)
+	}
+	w := v.a.stdout
+	switch e.GetType() {
+	case "assistant_delta":
+		if d := e.GetDelta(); d.GetKind() == "text" {
+			fmt.Fprint(w, d.GetText())
+			v.midLine = !strings.HasSuffix(d.GetText(), "\n")
+			v.sawDeltas = true
+		}
+	case "assistant_message":
+		if !v.sawDeltas {
+			var m struct {
+				Content []struct{ Type, Text string } `json:"content"`
+			}
+			if json.Unmarshal([]byte(e.GetMessageJson()), &m) == nil {
+				for _, b := range m.Content {
+					if b.Type == "text" {
+						fmt.Fprint(w, b.Text)
+						v.midLine = !strings.HasSuffix(b.Text, "\n")
+					}
+				}
+			}
+		}
+		v.sawDeltas = false
+	case "turn_started":
+		v.endLine()
+		for _, c := range e.GetCalls() {
+			fmt.Fprintf(v.a.stderr, "● %s %s\n", c.GetName(), mainArgument(c.GetInputJson()))
+		}
+	case "call_result":
+		r := e.GetResult()
+		switch {
+		case !r.GetIsError() && isDiff(r.GetDisplay()):
+			writeDiff(v.a.stderr, r.GetDisplay(), v.a.colour(v.a.stderr))
+		case r.GetIsError():
+			fmt.Fprintf(v.a.stderr, "  ✗ %s %s\n", r.GetName(), r.GetStatus())
+		}
+	case "permission_requested":
+		if pr != nil {
+			v.endLine()
+			pr.requested(e.GetPermission())
+		} else {
+			fmt.Fprintf(v.a.stderr, "tackle: %s waits for permission (answer with tackle permissions answer %s …)\n", e.GetPermission().GetTool(), e.GetPermission().GetRequestId())
+		}
+	case "permission_resolved":
+		if pr != nil {
+			pr.resolved(e.GetResolution())
+		}
+	case "model_retry":
+		r := e.GetRetry()
+		fmt.Fprintf(v.a.stderr, "tackle: retrying in %.1f s: %s\n", float64(r.GetWaitMs())/1000, r.GetReason())
+	case "notice":
+		fmt.Fprintf(v.a.stderr, "tackle: %s\n", e.GetText())
+	}
+	return nil
+}
+
+func (v *runView) endLine() {
+	if v.midLine {
+		fmt.Fprintln(v.a.stdout)
+		v.midLine = false
+	}
+}
+
+// end prints the outcome and returns the exit status.
+func (v *runView) end(p *tacklev1.PromptInfo) error {
+	if v.asJSON {
+		if err := v.a.printJSONLine(runOutcome{StopReason: p.GetStopReason(), Text: p.GetFinalText(), Usage: usageJSON(p.GetUsage()), Error: p.GetError(), PromptID: p.GetId()}); err != nil {
+			return err
+		}
+	} else {
+		v.endLine()
+		if p.GetError() != "" {
+			fmt.Fprintf(v.a.stderr, "tackle: %s\n", p.GetError())
+		}
+	}
+	if p.GetStopReason() != "end_turn" {
+		if !v.asJSON && p.GetError() == "" {
+			fmt.Fprintf(v.a.stderr, "tackle: the prompt stopped: %s\n", p.GetStopReason())
+		}
+		return &exitError{code: ExitError}
+	}
+	return nil
+}
+
+// mainArgument is the argument a tool line shows: the path, command,
+// pattern or URL of the call (cut to 80 characters).
+func mainArgument(inputJSON string) string {
+	var in map[string]any
+	if json.Unmarshal([]byte(inputJSON), &in) != nil {
+		return ""
+	}
+	for _, k := range []string{"file_path", "command", "pattern", "url", "path", "query", "skill", "description"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			s = strings.ReplaceAll(s, "\n", " ")
+			if len(s) > 80 {
+				s = s[:77] + "…"
+			}
+			return s
+		}
+	}
+	return ""
+}

@@ -1,0 +1,234 @@
+package daemon_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tackle-agent/tackle/daemon/daemontest"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/fakemodel"
+)
+
+// agentSession creates a session in a new project whose environment points
+// the anthropic provider at the fake model server.
+func agentSession(t *testing.T, d *daemontest.Daemon, fm *fakemodel.Server) (id, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	cs, err := d.Client().CreateSession(context.Background(), &tacklev1.CreateSessionRequest{
+		Cwd: dir, Env: []string{"ANTHROPIC_BASE_URL=" + fm.URL(), "ANTHROPIC_API_KEY=sk-test", "HOME=" + d.Home(), "PATH=" + os.Getenv("PATH")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs.GetSession().GetId(), dir
+}
+
+// promptAndWait sends a prompt and collects the session's events until its
+// prompt_ended.
+func promptAndWait(t *testing.T, d *daemontest.Daemon, s *stream, text string) (*tacklev1.PromptInfo, []*tacklev1.Event) {
+	t.Helper()
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: s.session, Text: text})
+	if err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	var evs []*tacklev1.Event
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		e := s.recv().GetEvent()
+		if e == nil {
+			continue
+		}
+		evs = append(evs, e)
+		if e.GetType() == "prompt_ended" && e.GetPrompt().GetId() == resp.GetPromptId() {
+			return e.GetPrompt(), evs
+		}
+	}
+	t.Fatal("no prompt_ended")
+	return nil, nil
+}
+
+func TestPromptRunsToolsThroughThePipeline(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithPermissionTimeout(2*time.Second))
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, []byte("the secret word is tackle\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "x.txt")
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Reply(fakemodel.Text("Reading both."),
+			fakemodel.ToolUse("Read", map[string]any{"file_path": file}),
+			fakemodel.ToolUse("Write", map[string]any{"file_path": outside, "content": "x"})),
+		fakemodel.Say("The word is tackle."),
+	))
+	s := attach(t, d, id)
+	p, evs := promptAndWait(t, d, s, "what is the secret word?")
+	if p.GetStopReason() != "end_turn" || p.GetFinalText() != "The word is tackle." || p.GetRequests() != 2 {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	// The second request carried the results, in block order: Read's
+	// content, and Write's denial (nobody answered: denied, never run).
+	reqs := fm.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	body, _ := json.Marshal(reqs[1].Anthropic)
+	for _, want := range []string{"the secret word is tackle", `"is_error":true`, "what is the secret word?", "Reading both."} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the second request lacks %q: %s", want, body)
+		}
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Error("the denied Write ran")
+	}
+	var types []string
+	for _, e := range evs {
+		switch e.GetType() {
+		case "prompt_started", "assistant_message", "tool_results", "turn_started", "turn_ended", "prompt_ended":
+			types = append(types, e.GetType())
+		}
+	}
+	want := "prompt_started assistant_message turn_started turn_ended tool_results assistant_message prompt_ended"
+	if got := strings.Join(types, " "); got != want {
+		t.Errorf("events:\n got %s\nwant %s", got, want)
+	}
+
+	// The next prompt continues the conversation.
+	fm.SetScript(fakemodel.Turns(fakemodel.Say("Yes.")))
+	p, _ = promptAndWait(t, d, s, "sure?")
+	if p.GetStopReason() != "end_turn" {
+		t.Fatalf("second prompt: %+v", p)
+	}
+	reqs = fm.Requests()
+	if n := len(reqs[len(reqs)-1].Anthropic.Messages); n != 5 {
+		t.Errorf("the third request has %d messages, want 5 (prompt, tool use, results, answer, prompt)", n)
+	}
+}
+
+func TestPromptErrorsSayWhatToSet(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-other"})
+	id, _ := agentSession(t, d, fm)
+	s := attach(t, d, id)
+	p, _ := promptAndWait(t, d, s, "hello")
+	if p.GetStopReason() != "error" || !strings.Contains(p.GetError(), "ANTHROPIC_API_KEY") {
+		t.Errorf("a 401: %+v", p)
+	}
+}
+
+// waitEvent reads the stream until an event of typ (and, if set, for
+// prompt id) arrives.
+func (s *stream) waitEvent(typ, promptID string) *tacklev1.Event {
+	s.t.Helper()
+	for {
+		e := s.recv().GetEvent()
+		if e != nil && e.GetType() == typ && (promptID == "" || e.GetPrompt().GetId() == promptID) {
+			return e
+		}
+	}
+}
+
+func prompt(t *testing.T, d *daemontest.Daemon, sessionID, text string) *tacklev1.PromptResponse {
+	t.Helper()
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: sessionID, Text: text})
+	if err != nil {
+		t.Fatalf("Prompt: %v", err)
+	}
+	return resp
+}
+
+// Cancel mid-stream: the HTTP request is aborted, the partial text is kept,
+// the conversation stays valid for the next prompt; a late subscriber's
+// snapshot showed the running prompt, its partial text and the queue.
+func TestPromptCancelQueueAndSnapshot(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, _ := agentSession(t, d, fm)
+	hold := fakemodel.NewHold(4)
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("I am thinking about it at length")}, Chunk: 4, Hold: hold},
+		fakemodel.Say("Second answer."),
+	))
+	s := attach(t, d, id)
+	first := prompt(t, d, id, "first")
+	<-hold.Reached()
+	second := prompt(t, d, id, "second, from another client")
+	if !second.GetQueued() {
+		t.Fatalf("the second prompt was not queued: %+v", second)
+	}
+	// A late joiner sees the running prompt, what streamed so far, the queue.
+	ctx := context.Background()
+	stl, err := d.Client().Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stl.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "late"}}})
+	stl.Recv()
+	stl.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, LiveOnly: true}}})
+	m, err := stl.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := m.GetSnapshot()
+	if snap.GetPrompt().GetId() != first.GetPromptId() || snap.GetPartialText() == "" || len(snap.GetQueuedPrompts()) != 1 ||
+		snap.GetQueuedPrompts()[0].GetId() != second.GetPromptId() {
+		t.Errorf("snapshot: prompt %v, partial %q, queued %v", snap.GetPrompt(), snap.GetPartialText(), snap.GetQueuedPrompts())
+	}
+
+	if r, err := tacklev1.NewAgentServiceClient(d.Conn()).CancelPrompt(ctx, &tacklev1.CancelPromptRequest{SessionId: id}); err != nil || !r.GetCancelled() {
+		t.Fatalf("CancelPrompt: %v %v", r, err)
+	}
+	end := s.waitEvent("prompt_ended", first.GetPromptId()).GetPrompt()
+	if end.GetStopReason() != "cancelled" {
+		t.Errorf("first prompt ended %+v", end)
+	}
+	if o, err := fm.WaitDone(ctx, 0); err != nil || !o.ClientGone {
+		t.Errorf("the first request's outcome: %+v, %v (want the client gone)", o, err)
+	}
+	// The queued prompt runs next, after a valid conversation (the fake
+	// server rejects an invalid one with a 400).
+	end = s.waitEvent("prompt_ended", second.GetPromptId()).GetPrompt()
+	if end.GetStopReason() != "end_turn" || end.GetFinalText() != "Second answer." {
+		t.Errorf("second prompt ended %+v", end)
+	}
+	reqs := fm.Requests()
+	last := reqs[len(reqs)-1].Anthropic.Messages
+	if b, _ := json.Marshal(last); !strings.Contains(string(b), `"text":"`+snap.GetPartialText()) || !strings.Contains(string(b), "second, from another client") {
+		t.Errorf("the second prompt's request: %s", b)
+	}
+}
+
+// A tool_use cut off at max_tokens never runs: it gets an error result,
+// and the loop goes on.
+func TestPromptToolCutOffAtMaxTokens(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	target := filepath.Join(dir, "never.txt")
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.ToolUse("Write", map[string]any{"file_path": target, "content": "x"})}, StopReason: "max_tokens", CutAfter: 4},
+		fakemodel.Say("Sorry, I will write less."),
+	))
+	s := attach(t, d, id)
+	p, evs := promptAndWait(t, d, s, "write it")
+	if p.GetStopReason() != "end_turn" {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	for _, e := range evs {
+		if e.GetType() == "turn_started" {
+			t.Errorf("a cut-off call ran: %v", e.GetCalls())
+		}
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Error("the cut-off Write wrote")
+	}
+	if b, _ := json.Marshal(fm.Requests()[1].Anthropic.Messages); !strings.Contains(string(b), "cut off") {
+		t.Errorf("the model was not told: %s", b)
+	}
+}

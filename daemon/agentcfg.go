@@ -1,0 +1,97 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/tackle-agent/tackle/daemon/agent/sysprompt"
+	"github.com/tackle-agent/tackle/daemon/model"
+	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/toolsearch"
+)
+
+// This file gives a prompt what the model is told: the system prompt
+// (tackle's text, the environment, the memory files) and the model's
+// configuration.
+
+// systemPrompt is the system prompt of one prompt of sess: built once per
+// prompt, so every request of it is the same (and caches).
+func (d *Daemon) systemPrompt(sess *session.Session, modelName string, deferred []string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	info := sysprompt.Gather(ctx, sess.Cwd())
+	if dirs := sess.WorkingDirs(); len(dirs) > 1 {
+		info.WorkingDirs = dirs[1:]
+	}
+	info.Model = modelName
+	mem, problems := sysprompt.Memory(sysprompt.MemoryOptions{
+		Cwd: sess.Cwd(), Home: d.opts.Home, ConfigHome: d.opts.ConfigHome, Trusted: d.trust.Trusted(sess.Root()),
+	})
+	for _, p := range problems {
+		d.log.Warn("a memory file was not loaded", "session", sess.ID(), "problem", p.Error())
+	}
+	var b strings.Builder
+	b.WriteString(sysprompt.Build(info, mem))
+	if len(deferred) > 0 {
+		b.WriteString("\n\n# Deferred tools\n\nThese tools exist but their schemas are not loaded; load one with ToolSearch (query \"select:NAME\") before calling it:\n")
+		for _, n := range toolsearch.Listing(deferred, 0) {
+			b.WriteString("- " + n + "\n")
+		}
+	}
+	return b.String()
+}
+
+// modelCfg is the model a prompt talks to.
+type modelCfg struct {
+	Provider  model.Provider
+	Model     string
+	MaxTokens int
+	Resolved  model.ResolvedModel
+}
+
+// modelConfig resolves the model of a prompt of sess: override (tackle run
+// --model), the settings of its project (model, modelAliases, provider,
+// env, as the workspace trust lets them apply) and the session's
+// environment (the client's), then the daemon's.
+func (d *Daemon) modelConfig(sess *session.Session, override string) (modelCfg, error) {
+	var ms model.ModelSettings
+	if st, _ := d.loader.Load(sess.Root()); st != nil {
+		sub := map[string]json.RawMessage{}
+		for _, k := range []string{"model", "modelAliases", "provider", "env"} {
+			if v, ok := st.Raw[k]; ok {
+				sub[k] = v
+			}
+		}
+		b, _ := json.Marshal(sub)
+		if err := json.Unmarshal(b, &ms); err != nil {
+			return modelCfg{}, fmt.Errorf("reading the model settings (model, modelAliases, provider, env): %w", err)
+		}
+	}
+	ms.Override = override
+	env := envLookup(sess.Environ())
+	p, r, err := model.Resolve(ms, func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	})
+	if err != nil {
+		return modelCfg{}, err
+	}
+	return modelCfg{Provider: p, Model: r.Model, MaxTokens: r.MaxTokens, Resolved: r}, nil
+}
+
+// envLookup indexes KEY=VALUE pairs.
+func envLookup(environ []string) map[string]string {
+	out := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}

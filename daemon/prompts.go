@@ -1,0 +1,375 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tackle-agent/tackle/daemon/agent"
+	"github.com/tackle-agent/tackle/daemon/dispatch"
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/model"
+	"github.com/tackle-agent/tackle/daemon/server"
+	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/tool"
+)
+
+// This file runs the sessions' prompts through the query loop
+// (daemon/agent): one prompt at a time per session, later ones queued and
+// handed to the running loop at its next request; the conversation kept in
+// memory and in the session log, which rebuilds it after a restart.
+
+// prompts implements server.Agent.
+type prompts struct {
+	d *Daemon
+
+	mu       sync.Mutex                 // guards the fields below
+	running  map[string]*runningPrompt  // by session id
+	convs    map[string][]model.Message // by session id: the conversation so far
+	stopping bool                       // Stop was called: no new prompt starts
+	wg       sync.WaitGroup             // running loops
+}
+
+// runningPrompt is a session's prompt in progress. Its fields are guarded
+// by prompts.mu (cancel is set once).
+type runningPrompt struct {
+	id      string
+	cancel  context.CancelFunc
+	info    *event.Prompt   // as prompt_started announced it
+	queue   []queuedPrompt  // arrived meanwhile, not yet given to the model
+	joined  []queuedPrompt  // queued prompts the running loop took: they end with it
+	partial strings.Builder // the text streaming now
+}
+
+// queuedPrompt is a prompt waiting for the running one.
+type queuedPrompt struct {
+	id  string
+	req server.PromptRequest
+}
+
+func newPrompts(d *Daemon) *prompts {
+	return &prompts{d: d, running: map[string]*runningPrompt{}, convs: map[string][]model.Message{}}
+}
+
+// errStopping refuses a prompt while the daemon stops.
+var errStopping = &unavailable{"tackled is stopping: send the prompt again once it is back"}
+
+// unavailable is an error the server maps to Unavailable.
+type unavailable struct{ msg string }
+
+func (e *unavailable) Error() string { return e.msg }
+
+// Unavailable marks it for the server's error mapping.
+func (e *unavailable) Unavailable() bool { return true }
+
+// Prompt implements server.Agent: it starts req on sess, or queues it.
+func (p *prompts) Prompt(sess *session.Session, req server.PromptRequest) (server.PromptAccepted, error) {
+	if strings.TrimSpace(req.Text) == "" {
+		return server.PromptAccepted{}, &invalidInput{"the prompt is empty: say what the agent should do"}
+	}
+	id := newPromptID()
+	p.mu.Lock()
+	if p.stopping {
+		p.mu.Unlock()
+		return server.PromptAccepted{}, errStopping
+	}
+	if r := p.running[sess.ID()]; r != nil {
+		r.queue = append(r.queue, queuedPrompt{id: id, req: req})
+		p.mu.Unlock()
+		p.appendEvent(sess, &event.Event{Type: event.PromptQueued, Prompt: &event.Prompt{ID: id, ClientID: req.ClientID, Text: req.Text}})
+		return server.PromptAccepted{PromptID: id, Queued: true}, nil
+	}
+	r := &runningPrompt{id: id, info: &event.Prompt{ID: id, ClientID: req.ClientID, Text: req.Text}}
+	p.running[sess.ID()] = r
+	p.wg.Add(1)
+	p.mu.Unlock()
+	go func() {
+		defer p.wg.Done()
+		p.run(sess, r, req)
+	}()
+	return server.PromptAccepted{PromptID: id}, nil
+}
+
+// CancelPrompt implements server.Agent.
+func (p *prompts) CancelPrompt(sess *session.Session, promptID string) error {
+	p.mu.Lock()
+	r := p.running[sess.ID()]
+	p.mu.Unlock()
+	if r == nil || promptID != "" && promptID != r.id || r.cancel == nil {
+		return server.ErrNoPrompt
+	}
+	r.cancel()
+	return nil
+}
+
+// Stop implements server.Agent.
+func (p *prompts) Stop() {
+	p.mu.Lock()
+	p.stopping = true
+	for _, r := range p.running {
+		if r.cancel != nil {
+			r.cancel()
+		}
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+// run runs a prompt and then those queued after its last request; each
+// has its own context, so cancelling one leaves the queued ones.
+func (p *prompts) run(sess *session.Session, r *runningPrompt, req server.PromptRequest) {
+	for {
+		ctx, cancel := context.WithCancel(p.d.bgCtx)
+		p.mu.Lock()
+		r.cancel = cancel
+		if p.stopping {
+			cancel()
+		}
+		p.mu.Unlock()
+		p.runOne(ctx, sess, r, req)
+		cancel()
+		p.mu.Lock()
+		if len(r.queue) == 0 || p.stopping {
+			left := r.queue
+			r.queue = nil
+			delete(p.running, sess.ID())
+			p.mu.Unlock()
+			for _, q := range left {
+				p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: &event.Prompt{ID: q.id, ClientID: q.req.ClientID,
+					StopReason: agent.StopCancelled, Error: "tackled stopped before this queued prompt ran"}})
+			}
+			return
+		}
+		// Prompts queued after the loop's last request: the next prompt.
+		next := r.queue
+		r.queue = nil
+		req = next[0].req
+		var texts []string
+		for _, q := range next {
+			texts = append(texts, q.req.Text)
+		}
+		req.Text = strings.Join(texts, "\n\n")
+		r.id = next[0].id
+		r.info = &event.Prompt{ID: r.id, ClientID: req.ClientID, Text: req.Text}
+		r.partial.Reset()
+		p.mu.Unlock()
+	}
+}
+
+// Snapshot implements server.Agent.
+func (p *prompts) Snapshot(sessionID string) (*event.Prompt, string, []*event.Prompt) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.running[sessionID]
+	if r == nil {
+		return nil, "", nil
+	}
+	var queued []*event.Prompt
+	for _, q := range r.queue {
+		queued = append(queued, &event.Prompt{ID: q.id, ClientID: q.req.ClientID, Text: q.req.Text})
+	}
+	info := *r.info
+	return &info, r.partial.String(), queued
+}
+
+// runOne runs one prompt's loop to its end and records it.
+func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningPrompt, req server.PromptRequest) {
+	started := time.Now()
+	history := p.conversation(sess)
+	user := model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: req.Text}}}
+	p.mu.Lock()
+	info := r.info
+	p.mu.Unlock()
+	end := func(out agent.Outcome, err error) {
+		e := &event.Prompt{ID: r.id, ClientID: req.ClientID, Model: info.Model, StopReason: out.StopReason, Requests: out.Requests, FinalText: out.Text,
+			Usage: &event.Usage{InputTokens: out.Usage.InputTokens, OutputTokens: out.Usage.OutputTokens,
+				CacheCreationInputTokens: out.Usage.CacheCreationInputTokens, CacheReadInputTokens: out.Usage.CacheReadInputTokens}}
+		if err != nil {
+			e.Error = err.Error()
+		}
+		p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: e})
+		// The queued prompts it took in end with it (their clients wait).
+		p.mu.Lock()
+		joined := r.joined
+		r.joined = nil
+		p.mu.Unlock()
+		for _, q := range joined {
+			je := *e
+			je.ID, je.ClientID = q.id, q.req.ClientID
+			p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: &je})
+		}
+		p.d.log.Debug("prompt ended", "session", sess.ID(), "prompt", r.id, "stop", out.StopReason, "requests", out.Requests, "took", time.Since(started))
+	}
+
+	cfg, err := p.d.modelConfig(sess, req.Model)
+	if err != nil {
+		// Nothing reached the model: the prompt is not part of the
+		// conversation (a person fixes the setting and sends it again).
+		p.appendEvent(sess, &event.Event{Type: event.PromptStarted, Prompt: info})
+		end(agent.Outcome{StopReason: agent.StopError}, err)
+		return
+	}
+	p.mu.Lock()
+	info.Model = cfg.Model
+	p.mu.Unlock()
+	p.appendEvent(sess, &event.Event{Type: event.PromptStarted, Prompt: info, Message: agent.MessageJSON(user)})
+
+	tools, deferred := p.d.modelTools(sess)
+	turn := dispatch.Turn{ClientID: req.ClientID, PermissionMode: req.PermissionMode}
+	if req.PermissionMode == "" {
+		turn.ResolveMode = func() string { return p.d.perms.effectiveMode(sess, "") }
+	}
+	turn.ResolvePermissionTimeout = func() time.Duration { return p.d.askTimeout(sess.Root()) }
+	opts := agent.Options{
+		Provider: cfg.Provider, Runner: p.d.disp,
+		Model: cfg.Model, MaxTokens: cfg.MaxTokens, MaxTurns: req.MaxTurns,
+		System: p.d.systemPrompt(sess, cfg.Model, deferred),
+		Tools:  tools, Turn: turn,
+		OnEvent: func(ev model.Event) {
+			if ev.Type == model.EventText {
+				p.mu.Lock()
+				r.partial.WriteString(ev.Text)
+				p.mu.Unlock()
+			}
+			if d := deltaOf(r.id, ev); d != nil {
+				p.appendEvent(sess, &event.Event{Type: event.AssistantDelta, Delta: d})
+			}
+		},
+		OnMessage: func(m model.Message) {
+			typ := event.ToolResults
+			if m.Role == model.RoleAssistant {
+				typ = event.AssistantMessage
+				p.mu.Lock()
+				r.partial.Reset()
+				p.mu.Unlock()
+			}
+			p.appendEvent(sess, &event.Event{Type: typ, Message: agent.MessageJSON(m)})
+		},
+		OnRetry: func(ri model.RetryInfo) {
+			p.appendEvent(sess, &event.Event{Type: event.ModelRetry, Retry: &event.Retry{
+				PromptID: r.id, Attempt: ri.Attempt, WaitMS: int64(ri.Wait * 1000), Status: ri.Status, Reason: ri.Reason}})
+		},
+		Inbox: func() []model.Block { return p.takeQueued(sess.ID()) },
+	}
+	out := agent.Run(ctx, opts, sess, history, user.Content)
+	p.mu.Lock()
+	p.convs[sess.ID()] = out.Messages
+	p.mu.Unlock()
+	end(out, out.Err)
+}
+
+// takeQueued hands the running loop the prompts queued meanwhile.
+func (p *prompts) takeQueued(sessionID string) []model.Block {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.running[sessionID]
+	if r == nil || len(r.queue) == 0 {
+		return nil
+	}
+	var out []model.Block
+	for _, q := range r.queue {
+		out = append(out, model.Block{Type: model.BlockText, Text: q.req.Text})
+	}
+	r.joined = append(r.joined, r.queue...)
+	r.queue = nil
+	return out
+}
+
+// conversation returns the session's conversation, rebuilt from its log
+// the first time; a prompt the daemon was killed in is ended first
+// (interrupted), its open tool calls answered.
+func (p *prompts) conversation(sess *session.Session) []model.Message {
+	p.mu.Lock()
+	msgs, ok := p.convs[sess.ID()]
+	p.mu.Unlock()
+	if ok {
+		return msgs
+	}
+	replay, sub, err := sess.Subscribe(1, false, 1)
+	if err != nil {
+		p.d.log.Error("reading a session's transcript", "session", sess.ID(), "error", err)
+		return nil
+	}
+	sub.Close()
+	msgs, open, repair, problems := agent.Transcript(replay)
+	for _, pr := range problems {
+		p.d.log.Warn("a transcript event was skipped", "session", sess.ID(), "problem", pr)
+	}
+	if repair != nil {
+		p.appendEvent(sess, &event.Event{Type: event.ToolResults, Message: agent.MessageJSON(*repair)})
+		msgs = append(msgs, *repair)
+	}
+	if open != nil {
+		p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: &event.Prompt{ID: open.ID, ClientID: open.ClientID, StopReason: agent.StopInterrupted,
+			Error: "the daemon stopped while this prompt ran"}})
+	}
+	p.mu.Lock()
+	p.convs[sess.ID()] = msgs
+	p.mu.Unlock()
+	return msgs
+}
+
+func (p *prompts) appendEvent(sess *session.Session, e *event.Event) {
+	if _, err := sess.Append(e); err != nil {
+		p.d.log.Error("appending a prompt event", "session", sess.ID(), "type", e.Type, "error", err)
+	}
+}
+
+// deltaOf is the client event of a stream event ("" pieces and block
+// boundaries are not sent).
+func deltaOf(promptID string, ev model.Event) *event.Delta {
+	d := &event.Delta{PromptID: promptID, Index: ev.Index, Text: ev.Text}
+	switch ev.Type {
+	case model.EventText:
+		d.Kind = event.DeltaText
+	case model.EventThinking:
+		d.Kind = event.DeltaThinking
+	case model.EventToolUse:
+		d.Kind, d.ToolUseID, d.Name = event.DeltaToolInput, ev.ID, ev.Name
+		return d
+	case model.EventToolInput:
+		d.Kind = event.DeltaToolInput
+	default:
+		return nil
+	}
+	if d.Text == "" {
+		return nil
+	}
+	return d
+}
+
+// modelTools are the specs the model gets (what ListTools gives the
+// session: its loaded tools in full) and the names of the deferred ones.
+func (d *Daemon) modelTools(sess *session.Session) (specs []model.Tool, deferred []string) {
+	tools := d.registry.Tools()
+	tools = append(tools, d.mcp.tools(sess.ID())...)
+	isDeferred := d.deferral.deferred(sess, tools)
+	for _, t := range tools {
+		spec := t.Spec()
+		if isDeferred[spec.Name] && !sess.Loaded(spec.Name) {
+			deferred = append(deferred, spec.Name)
+			continue
+		}
+		desc := spec.Description
+		if dt, ok := t.(interface{ Description(tool.Env) string }); ok {
+			desc = dt.Description(sess)
+		}
+		schema := spec.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		specs = append(specs, model.Tool{Name: spec.Name, Description: desc, InputSchema: schema})
+	}
+	return specs, deferred
+}
+
+// newPromptID returns "p_" and 16 random hex digits.
+func newPromptID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "p_" + hex.EncodeToString(b[:])
+}
