@@ -232,3 +232,50 @@ func TestPromptToolCutOffAtMaxTokens(t *testing.T) {
 		t.Errorf("the model was not told: %s", b)
 	}
 }
+
+// UserPromptSubmit adds context or blocks; Stop makes the loop go on once
+// (the hook lets it end when stop_hook_active is set).
+func TestPromptHooks(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	submit := filepath.Join(dir, "submit.sh")
+	stop := filepath.Join(dir, "stop.sh")
+	writeFile(t, submit, "#!/bin/sh\nif grep -q forbidden; then echo 'no forbidden words' >&2; exit 2; fi\necho 'Context: the build uses make.'\n")
+	writeFile(t, stop, "#!/bin/sh\nif grep -q '\"stop_hook_active\":true'; then exit 0; fi\necho 'Run the tests before you stop.' >&2\nexit 2\n")
+	for _, f := range []string{submit, stop} {
+		if err := os.Chmod(f, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hooks := map[string]any{"hooks": map[string]any{
+		"UserPromptSubmit": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": submit}}}},
+		"Stop":             []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": stop}}}},
+	}}
+	b, _ := json.Marshal(hooks)
+	writeFile(t, filepath.Join(dir, ".tackle", "settings.json"), string(b))
+	if _, err := d.Client().Trust(context.Background(), &tacklev1.TrustRequest{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	fm.SetScript(fakemodel.Turns(fakemodel.Say("Done."), fakemodel.Say("Tests pass. Done.")))
+	s := attach(t, d, id)
+	p, _ := promptAndWait(t, d, s, "build it")
+	if p.GetStopReason() != "end_turn" || p.GetFinalText() != "Tests pass. Done." || p.GetRequests() != 2 {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	reqs := fm.Requests()
+	if first, _ := json.Marshal(reqs[0].Anthropic.Messages); !strings.Contains(string(first), "Context: the build uses make.") {
+		t.Errorf("the hook's context is not in the prompt: %s", first)
+	}
+	if second, _ := json.Marshal(reqs[1].Anthropic.Messages); !strings.Contains(string(second), "Run the tests before you stop.") {
+		t.Errorf("the Stop hook's reason is not the next message: %s", second)
+	}
+
+	p, _ = promptAndWait(t, d, s, "say something forbidden")
+	if p.GetStopReason() != "blocked" || !strings.Contains(p.GetError(), "no forbidden words") {
+		t.Errorf("a blocked prompt: %+v", p)
+	}
+	if n := len(fm.Requests()); n != 2 {
+		t.Errorf("the blocked prompt reached the model: %d requests", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -205,6 +206,15 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 		p.d.log.Debug("prompt ended", "session", sess.ID(), "prompt", r.id, "stop", out.StopReason, "requests", out.Requests, "took", time.Since(started))
 	}
 
+	// UserPromptSubmit hooks: a block ends the prompt before the model
+	// sees it; context joins the prompt.
+	if hr := p.d.hooks.UserPromptSubmit(ctx, sess, req.Text); hr.Block {
+		p.appendEvent(sess, &event.Event{Type: event.PromptStarted, Prompt: info})
+		end(agent.Outcome{StopReason: agent.StopBlocked}, fmt.Errorf("a UserPromptSubmit hook blocked the prompt: %s", hr.Reason))
+		return
+	} else if hr.Context != "" {
+		user.Content = append(user.Content, model.Block{Type: model.BlockText, Text: hr.Context})
+	}
 	cfg, err := p.d.modelConfig(sess, req.Model)
 	if err != nil {
 		// Nothing reached the model: the prompt is not part of the
@@ -254,6 +264,9 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 				PromptID: r.id, Attempt: ri.Attempt, WaitMS: int64(ri.Wait * 1000), Status: ri.Status, Reason: ri.Reason}})
 		},
 		Inbox: func() []model.Block { return p.takeQueued(sess.ID()) },
+		OnStop: func(active bool, last string) (bool, string) {
+			return p.d.hooks.Stop(ctx, sess, active, last)
+		},
 	}
 	out := agent.Run(ctx, opts, sess, history, user.Content)
 	p.mu.Lock()

@@ -26,6 +26,8 @@ const (
 	StopMaxTurns  = "max_turns"
 	StopCancelled = "cancelled"
 	StopError     = "error"
+	// StopBlocked: a UserPromptSubmit hook refused the prompt.
+	StopBlocked = "blocked"
 )
 
 // DefaultMaxTurns bounds the model requests of one prompt (setting maxTurns).
@@ -66,6 +68,10 @@ type Options struct {
 	OnMessage func(model.Message)
 	// OnRetry, if set, is told of each retry of a request.
 	OnRetry func(model.RetryInfo)
+	// OnStop, if set, is asked when the model ended its turn (end_turn):
+	// goOn makes the loop continue with reason as the next user message (a
+	// Stop hook). active is true once it made the loop go on before.
+	OnStop func(active bool, lastText string) (goOn bool, reason string)
 	// Inbox, if set, is asked for prompts that arrived while this one runs
 	// (queued by other clients) whenever the loop is about to send a user
 	// message (tool results) or a paused turn: their blocks join it, so they
@@ -102,6 +108,7 @@ func Run(ctx context.Context, opts Options, s dispatch.Session, history []model.
 		opts.MaxTurns = DefaultMaxTurns
 	}
 	out := Outcome{Messages: Append(append([]model.Message(nil), history...), model.Message{Role: model.RoleUser, Content: prompt})}
+	stopActive := false // a Stop hook made the loop go on
 	add := func(m model.Message) {
 		out.Messages = append(out.Messages, m)
 		if opts.OnMessage != nil {
@@ -160,6 +167,13 @@ func Run(ctx context.Context, opts Options, s dispatch.Session, history []model.
 		if len(calls) == 0 && len(cutOff) == 0 {
 			if resp.StopReason == model.StopPauseTurn {
 				continue // the server paused its own tool loop: send it back as is
+			}
+			if resp.StopReason == model.StopEndTurn && opts.OnStop != nil && ctx.Err() == nil {
+				if goOn, reason := opts.OnStop(stopActive, out.Text); goOn {
+					stopActive = true
+					add(model.Message{Role: model.RoleUser, Content: append([]model.Block{{Type: model.BlockText, Text: reason}}, inbox(&opts)...)})
+					continue
+				}
 			}
 			out.StopReason = resp.StopReason
 			return out

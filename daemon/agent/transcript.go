@@ -25,6 +25,9 @@ func Transcript(events []*event.Event) (msgs []model.Message, open *event.Prompt
 	for _, e := range events {
 		switch e.Type {
 		case event.PromptStarted, event.AssistantMessage, event.ToolResults:
+			if e.Type == event.PromptStarted && len(e.Message) == 0 {
+				continue // refused before the model saw it (a hook, a setting)
+			}
 			var m model.Message
 			if err := json.Unmarshal(e.Message, &m); err != nil || m.Role == "" {
 				problems = append(problems, fmt.Sprintf("event %d (%s) holds no message: %v", e.Seq, e.Type, err))

@@ -22,11 +22,13 @@ const (
 	SessionEnd         = "SessionEnd"
 	CwdChanged         = "CwdChanged"
 	ConfigChange       = "ConfigChange"
+	UserPromptSubmit   = "UserPromptSubmit"
+	Stop               = "Stop"
 )
 
 // Events lists the hook events tackle runs.
 var Events = []string{PreToolUse, PermissionRequest, PermissionDenied, PostToolUse, PostToolUseFailure,
-	PostToolBatch, Notification, SessionStart, SessionEnd, CwdChanged, ConfigChange}
+	PostToolBatch, Notification, SessionStart, SessionEnd, CwdChanged, ConfigChange, UserPromptSubmit, Stop}
 
 // eventIndex numbers the events for the per-event arrays of a Config.
 func eventIndex(name string) int {
@@ -50,6 +52,8 @@ const (
 	idxSessionEnd
 	idxCwdChanged
 	idxConfigChange
+	idxUserPromptSubmit
+	idxStop
 	numEvents
 )
 

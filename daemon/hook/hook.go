@@ -237,6 +237,10 @@ type input struct {
 	OldCwd           string `json:"old_cwd,omitempty"`
 	NewCwd           string `json:"new_cwd,omitempty"`
 	FilePath         string `json:"file_path,omitempty"`
+
+	Prompt               string `json:"prompt,omitempty"`
+	StopHookActive       *bool  `json:"stop_hook_active,omitempty"`
+	LastAssistantMessage string `json:"last_assistant_message,omitempty"`
 }
 
 type toolResponse struct {

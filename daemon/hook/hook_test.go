@@ -244,7 +244,7 @@ func TestParseProblems(t *testing.T) {
 				map[string]any{"type": "command", "command": "true", "if": "Bash("}, map[string]any{"type": "prompt", "prompt": "x"}),
 		},
 		"SessionStart": []any{matcherGroup("", map[string]any{"type": "command", "command": "true", "if": "Bash(ls)"})},
-		"Stop":         []any{matcherGroup("", cmdHook("true"))},
+		"SubagentStop": []any{matcherGroup("", cmdHook("true"))},
 	})
 	cfg := f.h.Config(f.root)
 	var msgs []string
@@ -259,7 +259,7 @@ func TestParseProblems(t *testing.T) {
 		`hook 4: if "Bash(": column 5`,
 		`hook 5: type "prompt" needs the agent loop`,
 		`hooks.SessionStart: entry 1: hook 1: "if" applies to tool events only`,
-		`hooks.Stop: tackle does not run this hook event`,
+		`hooks.SubagentStop: tackle does not run this hook event`,
 	}
 	if len(msgs) != len(want) {
 		t.Fatalf("problems:\n%s", strings.Join(msgs, "\n"))
