@@ -279,3 +279,67 @@ func TestPromptHooks(t *testing.T) {
 		t.Errorf("the blocked prompt reached the model: %d requests", n)
 	}
 }
+
+// Compaction at the threshold: a request whose usage passes
+// autoCompactPercent of the window makes the loop summarize before the
+// next request, which then starts from the summary; /compact by hand too.
+func TestPromptCompaction(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	file := filepath.Join(dir, "a.txt")
+	writeFile(t, file, "alpha\n")
+	// A window of 1,000 tokens compacts at 850.
+	writeFile(t, filepath.Join(dir, ".tackle", "settings.json"), `{"autoCompactPercent": 85, "provider": {"contextTokens": 1000}}`)
+	if _, err := d.Client().Trust(context.Background(), &tacklev1.TrustRequest{Dir: dir}); err != nil { // provider widens: trusted only
+		t.Fatal(err)
+	}
+	big := fakemodel.Usage{InputTokens: 900, OutputTokens: 20}
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.ToolUse("Read", map[string]any{"file_path": file})}, Usage: big},
+		fakemodel.Say("SUMMARY: the user asked to read a.txt; it says alpha."),
+		fakemodel.Say("It says alpha."),
+	))
+	s := attach(t, d, id)
+	p, evs := promptAndWait(t, d, s, "read a.txt")
+	if p.GetStopReason() != "end_turn" || p.GetFinalText() != "It says alpha." {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	compacted := false
+	for _, e := range evs {
+		compacted = compacted || e.GetType() == "compacted" && strings.Contains(e.GetMessageJson(), "SUMMARY")
+	}
+	if !compacted {
+		t.Error("no compacted event")
+	}
+	reqs := fm.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if len(reqs[1].Anthropic.Tools) != 0 {
+		t.Error("the summary request offered tools")
+	}
+	if msgs := reqs[2].Anthropic.Messages; len(msgs) != 1 || !strings.Contains(mustJSON(t, msgs[0]), "SUMMARY") {
+		t.Errorf("the request after compaction: %s", mustJSON(t, msgs))
+	}
+
+	// By hand.
+	fm.SetScript(fakemodel.Turns(fakemodel.Say("SECOND SUMMARY")))
+	r, err := tacklev1.NewAgentServiceClient(d.Conn()).Compact(context.Background(), &tacklev1.CompactRequest{SessionId: id, Instructions: "focus on alpha"})
+	if err != nil || !strings.Contains(r.GetSummary(), "SECOND SUMMARY") {
+		t.Fatalf("Compact: %v %v", r, err)
+	}
+	last := fm.Requests()[len(fm.Requests())-1]
+	if !strings.Contains(mustJSON(t, last.Anthropic.Messages), "focus on alpha") {
+		t.Errorf("the instructions did not reach the model")
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -95,3 +95,17 @@ func envLookup(environ []string) map[string]string {
 	}
 	return out
 }
+
+// settingInt is the integer setting key of sess's project, def when unset
+// or not an integer.
+func (d *Daemon) settingInt(sess *session.Session, key string, def int) int {
+	st, _ := d.loader.Load(sess.Root())
+	if st == nil {
+		return def
+	}
+	var v int
+	if raw, ok := st.Raw[key]; ok && json.Unmarshal(raw, &v) == nil {
+		return v
+	}
+	return def
+}

@@ -31,6 +31,7 @@ type prompts struct {
 	mu       sync.Mutex                 // guards the fields below
 	running  map[string]*runningPrompt  // by session id
 	convs    map[string][]model.Message // by session id: the conversation so far
+	usage    map[string]model.Usage     // by session id: its last request's usage (the context's size)
 	stopping bool                       // Stop was called: no new prompt starts
 	wg       sync.WaitGroup             // running loops
 }
@@ -53,7 +54,7 @@ type queuedPrompt struct {
 }
 
 func newPrompts(d *Daemon) *prompts {
-	return &prompts{d: d, running: map[string]*runningPrompt{}, convs: map[string][]model.Message{}}
+	return &prompts{d: d, running: map[string]*runningPrompt{}, convs: map[string][]model.Message{}, usage: map[string]model.Usage{}}
 }
 
 // errStopping refuses a prompt while the daemon stops.
@@ -268,12 +269,76 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 			return p.d.hooks.Stop(ctx, sess, active, last)
 		},
 	}
+	opts.CompactAt = compactAt(p.d.settingInt(sess, "autoCompactPercent", defaultAutoCompactPercent), cfg.Resolved.ContextTokens)
+	p.mu.Lock()
+	opts.PriorUsage = p.usage[sess.ID()]
+	p.mu.Unlock()
+	opts.PreCompact = func() { p.d.hooks.PreCompact(ctx, sess, "auto", "") }
+	opts.OnCompact = func(start model.Message, _ model.Usage) {
+		p.appendEvent(sess, &event.Event{Type: event.Compacted, Message: agent.MessageJSON(start)})
+	}
 	out := agent.Run(ctx, opts, sess, history, user.Content)
 	p.mu.Lock()
 	p.convs[sess.ID()] = out.Messages
+	p.usage[sess.ID()] = out.LastUsage
 	p.mu.Unlock()
 	end(out, out.Err)
 }
+
+// defaultAutoCompactPercent is the share of the context window past which
+// the loop compacts (setting autoCompactPercent).
+const defaultAutoCompactPercent = 85
+
+// compactAt is the token count that triggers a compaction (0: never).
+func compactAt(percent, window int) int {
+	if percent <= 0 || percent > 100 || window <= 0 {
+		return 0
+	}
+	return window * percent / 100
+}
+
+// Compact implements server.Agent.
+func (p *prompts) Compact(ctx context.Context, sess *session.Session, instructions string) (string, event.Usage, error) {
+	p.mu.Lock()
+	busy := p.running[sess.ID()] != nil
+	p.mu.Unlock()
+	if busy {
+		return "", event.Usage{}, &failedPrecondition{"a prompt is running in this session: compact once it ends (or cancel it)"}
+	}
+	msgs := p.conversation(sess)
+	if len(msgs) == 0 {
+		return "", event.Usage{}, &failedPrecondition{"the session has no conversation to compact yet"}
+	}
+	cfg, err := p.d.modelConfig(sess, "")
+	if err != nil {
+		return "", event.Usage{}, err
+	}
+	p.d.hooks.PreCompact(ctx, sess, "manual", instructions)
+	_, deferred := p.d.modelTools(sess)
+	req := model.Request{Model: cfg.Model, MaxTokens: cfg.MaxTokens, System: p.d.systemPrompt(sess, cfg.Model, deferred)}
+	start, u, err := agent.Compact(ctx, cfg.Provider, req, msgs, instructions)
+	if err != nil {
+		return "", event.Usage{}, err
+	}
+	p.appendEvent(sess, &event.Event{Type: event.Compacted, Message: agent.MessageJSON(start)})
+	p.mu.Lock()
+	p.convs[sess.ID()] = []model.Message{start}
+	p.usage[sess.ID()] = model.Usage{}
+	p.mu.Unlock()
+	summary := ""
+	if len(start.Content) > 0 {
+		summary = start.Content[0].Text
+	}
+	return summary, event.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens, CacheReadInputTokens: u.CacheReadInputTokens}, nil
+}
+
+// failedPrecondition is an error the server maps to FailedPrecondition.
+type failedPrecondition struct{ msg string }
+
+func (e *failedPrecondition) Error() string { return e.msg }
+
+// FailedPrecondition marks it for the server's error mapping.
+func (e *failedPrecondition) FailedPrecondition() bool { return true }
 
 // takeQueued hands the running loop the prompts queued meanwhile.
 func (p *prompts) takeQueued(sessionID string) []model.Block {

@@ -19,3 +19,9 @@ func (c *Client) CancelPrompt(ctx context.Context, sessionID, promptID string) (
 	r, err := tacklev1.NewAgentServiceClient(c.conn).CancelPrompt(ctx, &tacklev1.CancelPromptRequest{SessionId: sessionID, PromptId: promptID})
 	return r.GetCancelled(), convertError(err)
 }
+
+// Compact replaces a session's conversation by the model's summary of it.
+func (c *Client) Compact(ctx context.Context, sessionID, instructions string) (*tacklev1.CompactResponse, error) {
+	r, err := tacklev1.NewAgentServiceClient(c.conn).Compact(ctx, &tacklev1.CompactRequest{SessionId: sessionID, Instructions: instructions})
+	return r, convertError(err)
+}

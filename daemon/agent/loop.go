@@ -72,6 +72,18 @@ type Options struct {
 	// goOn makes the loop continue with reason as the next user message (a
 	// Stop hook). active is true once it made the loop go on before.
 	OnStop func(active bool, lastText string) (goOn bool, reason string)
+	// CompactAt, when > 0, is the context size (tokens, from the API's
+	// usage) past which the loop compacts the conversation before its next
+	// request: the model summarizes it, and the summary is the new start.
+	CompactAt int
+	// PriorUsage is the last request's usage before this prompt (the
+	// conversation's size so far), for CompactAt.
+	PriorUsage model.Usage
+	// PreCompact, if set, runs before a compaction (PreCompact hooks);
+	// OnCompact is told of its result (start: the message the conversation
+	// now starts with), to record it.
+	PreCompact func()
+	OnCompact  func(start model.Message, usage model.Usage)
 	// Inbox, if set, is asked for prompts that arrived while this one runs
 	// (queued by other clients) whenever the loop is about to send a user
 	// message (tool results) or a paused turn: their blocks join it, so they
@@ -107,7 +119,7 @@ func Run(ctx context.Context, opts Options, s dispatch.Session, history []model.
 	if opts.MaxTurns <= 0 {
 		opts.MaxTurns = DefaultMaxTurns
 	}
-	out := Outcome{Messages: Append(append([]model.Message(nil), history...), model.Message{Role: model.RoleUser, Content: prompt})}
+	out := Outcome{LastUsage: opts.PriorUsage, Messages: Append(append([]model.Message(nil), history...), model.Message{Role: model.RoleUser, Content: prompt})}
 	stopActive := false // a Stop hook made the loop go on
 	add := func(m model.Message) {
 		out.Messages = append(out.Messages, m)
@@ -123,6 +135,11 @@ func Run(ctx context.Context, opts Options, s dispatch.Session, history []model.
 		if ctx.Err() != nil {
 			out.StopReason = StopCancelled
 			return out
+		}
+		if opts.CompactAt > 0 && contextTokens(out.LastUsage) >= opts.CompactAt {
+			if !compactNow(ctx, &opts, &out) {
+				return out
+			}
 		}
 		if last := out.Messages[len(out.Messages)-1]; last.Role == model.RoleAssistant {
 			// pause_turn: the request ends with the assistant's message,
@@ -221,6 +238,34 @@ func Append(msgs []model.Message, m model.Message) []model.Message {
 		return append(msgs[:n-1:n-1], last)
 	}
 	return append(msgs, m)
+}
+
+// compactNow replaces the conversation by its summary (the pending user
+// message, if the loop is inside a tool turn, goes along: its results are
+// in the summary's request). false means the prompt ended (cancelled or a
+// model error).
+func compactNow(ctx context.Context, opts *Options, out *Outcome) bool {
+	if opts.PreCompact != nil {
+		opts.PreCompact()
+	}
+	req := model.Request{Model: opts.Model, MaxTokens: opts.MaxTokens, System: opts.System, Retry: opts.OnRetry}
+	start, usage, err := Compact(ctx, opts.Provider, req, out.Messages, "")
+	out.Requests++
+	addUsage(&out.Usage, usage)
+	if err != nil {
+		if ctx.Err() != nil {
+			out.StopReason = StopCancelled
+		} else {
+			out.StopReason, out.Err = StopError, err
+		}
+		return false
+	}
+	out.Messages = []model.Message{start}
+	out.LastUsage = model.Usage{}
+	if opts.OnCompact != nil {
+		opts.OnCompact(start, usage)
+	}
+	return true
 }
 
 // inbox returns the blocks of prompts queued meanwhile (none without an

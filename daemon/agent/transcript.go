@@ -37,6 +37,13 @@ func Transcript(events []*event.Event) (msgs []model.Message, open *event.Prompt
 				open = e.Prompt
 			}
 			msgs = Append(msgs, m)
+		case event.Compacted:
+			var m model.Message
+			if err := json.Unmarshal(e.Message, &m); err != nil || m.Role == "" {
+				problems = append(problems, fmt.Sprintf("event %d (compacted) holds no message: %v", e.Seq, err))
+				continue
+			}
+			msgs = []model.Message{m}
 		case event.PromptEnded:
 			open = nil
 		}

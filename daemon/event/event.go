@@ -70,6 +70,9 @@ const (
 	ToolResults Type = "tool_results"
 	// ModelRetry: a model request failed and is retried (Retry).
 	ModelRetry Type = "model_retry"
+	// Compacted: the conversation was replaced by a summary; Message is the
+	// user message it now starts with (the transcript restarts there).
+	Compacted Type = "compacted"
 	// PromptEnded: a prompt's loop ended (Prompt: StopReason, Usage, Error).
 	PromptEnded Type = "prompt_ended"
 )

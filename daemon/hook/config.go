@@ -24,11 +24,12 @@ const (
 	ConfigChange       = "ConfigChange"
 	UserPromptSubmit   = "UserPromptSubmit"
 	Stop               = "Stop"
+	PreCompact         = "PreCompact"
 )
 
 // Events lists the hook events tackle runs.
 var Events = []string{PreToolUse, PermissionRequest, PermissionDenied, PostToolUse, PostToolUseFailure,
-	PostToolBatch, Notification, SessionStart, SessionEnd, CwdChanged, ConfigChange, UserPromptSubmit, Stop}
+	PostToolBatch, Notification, SessionStart, SessionEnd, CwdChanged, ConfigChange, UserPromptSubmit, Stop, PreCompact}
 
 // eventIndex numbers the events for the per-event arrays of a Config.
 func eventIndex(name string) int {
@@ -54,6 +55,7 @@ const (
 	idxConfigChange
 	idxUserPromptSubmit
 	idxStop
+	idxPreCompact
 	numEvents
 )
 

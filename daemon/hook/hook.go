@@ -241,6 +241,8 @@ type input struct {
 	Prompt               string `json:"prompt,omitempty"`
 	StopHookActive       *bool  `json:"stop_hook_active,omitempty"`
 	LastAssistantMessage string `json:"last_assistant_message,omitempty"`
+	Trigger              string `json:"trigger,omitempty"`
+	CustomInstructions   string `json:"custom_instructions,omitempty"`
 }
 
 type toolResponse struct {

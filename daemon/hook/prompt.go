@@ -95,3 +95,15 @@ func (h *Hooks) Stop(ctx context.Context, env tool.Env, active bool, lastMessage
 	}
 	return true, h.limit(env, joinNonEmpty(reasons, "\n"))
 }
+
+// PreCompact runs the PreCompact hooks (matched on the trigger: "auto" or
+// "manual") before the conversation is compacted. They only observe.
+func (h *Hooks) PreCompact(ctx context.Context, env tool.Env, trigger, instructions string) {
+	sel := h.selectHandlers(env, idxPreCompact, trigger, nil)
+	if sel == nil {
+		return
+	}
+	in := h.baseInput(env, PreCompact, sessionMode(env))
+	in.Trigger, in.CustomInstructions = trigger, instructions
+	h.observe(ctx, sel, in)
+}

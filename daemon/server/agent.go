@@ -18,6 +18,9 @@ type Agent interface {
 	// CancelPrompt cancels the running prompt (promptID, if set, must be
 	// its id); ErrNoPrompt-like errors are reported as FailedPrecondition.
 	CancelPrompt(sess *session.Session, promptID string) error
+	// Compact replaces the session's conversation by its summary; it fails
+	// while a prompt runs.
+	Compact(ctx context.Context, sess *session.Session, instructions string) (summary string, usage event.Usage, err error)
 	// Snapshot is the session's prompt state for a subscriber's snapshot:
 	// the running prompt (nil when idle), the text streaming now, and the
 	// queued prompts.
@@ -81,6 +84,19 @@ func (a *agentService) CancelPrompt(ctx context.Context, req *tacklev1.CancelPro
 		return nil, toStatus(codedf(codes.FailedPrecondition, "cancelling: %v", err))
 	}
 	return &tacklev1.CancelPromptResponse{Cancelled: true}, nil
+}
+
+// Compact implements AgentService.
+func (a *agentService) Compact(ctx context.Context, req *tacklev1.CompactRequest) (*tacklev1.CompactResponse, error) {
+	sess, err := a.s.session(ctx, req.GetSessionId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	summary, u, err := a.s.opts.Agent.Compact(ctx, sess, req.GetInstructions())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &tacklev1.CompactResponse{Summary: summary, Usage: promptToProto(&event.Prompt{Usage: &u}).GetUsage()}, nil
 }
 
 // ErrNoPrompt is what Agent.CancelPrompt returns when nothing runs.

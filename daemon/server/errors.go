@@ -37,12 +37,14 @@ func codedf(code codes.Code, format string, args ...any) error {
 // codeOf maps a domain error to its gRPC status code. It is the one place
 // where this happens. An error with an InvalidArgument() bool method that
 // returns true (from the packages the server is given) is InvalidArgument,
-// one with an Unavailable() bool method returning true Unavailable.
+// one with an Unavailable() bool method returning true Unavailable, one
+// with FailedPrecondition() bool FailedPrecondition.
 func codeOf(err error) codes.Code {
 	var inv *invalidError
 	var coded *codedError
 	var marked interface{ InvalidArgument() bool }
 	var unavailable interface{ Unavailable() bool }
+	var precondition interface{ FailedPrecondition() bool }
 	switch {
 	case err == nil:
 		return codes.OK
@@ -52,6 +54,8 @@ func codeOf(err error) codes.Code {
 		return codes.InvalidArgument
 	case errors.As(err, &unavailable) && unavailable.Unavailable():
 		return codes.Unavailable
+	case errors.As(err, &precondition) && precondition.FailedPrecondition():
+		return codes.FailedPrecondition
 	case errors.As(err, &coded):
 		return coded.code
 	case errors.Is(err, session.ErrInvalid):

@@ -68,7 +68,7 @@ func newWriter(st *store.Store, log hclog.Logger) *writer {
 func durable(t event.Type) bool {
 	switch t {
 	case event.PermissionRequested, event.PermissionResolved, event.SessionUpdated, event.TodosUpdated, event.ShellUpdated, event.Notice,
-		event.PromptQueued, event.PromptStarted, event.AssistantMessage, event.ToolResults, event.PromptEnded:
+		event.PromptQueued, event.PromptStarted, event.AssistantMessage, event.ToolResults, event.PromptEnded, event.Compacted:
 		return true
 	}
 	return false

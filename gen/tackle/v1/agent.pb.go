@@ -21,6 +21,113 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// CompactRequest names the session.
+type CompactRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// instructions say what the summary should focus on.
+	Instructions  string `protobuf:"bytes,2,opt,name=instructions,proto3" json:"instructions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactRequest) Reset() {
+	*x = CompactRequest{}
+	mi := &file_tackle_v1_agent_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactRequest) ProtoMessage() {}
+
+func (x *CompactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_agent_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactRequest.ProtoReflect.Descriptor instead.
+func (*CompactRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *CompactRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *CompactRequest) GetInstructions() string {
+	if x != nil {
+		return x.Instructions
+	}
+	return ""
+}
+
+// CompactResponse is the summary the conversation now starts with.
+type CompactResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Summary       string                 `protobuf:"bytes,1,opt,name=summary,proto3" json:"summary,omitempty"`
+	Usage         *Usage                 `protobuf:"bytes,2,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactResponse) Reset() {
+	*x = CompactResponse{}
+	mi := &file_tackle_v1_agent_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactResponse) ProtoMessage() {}
+
+func (x *CompactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_agent_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactResponse.ProtoReflect.Descriptor instead.
+func (*CompactResponse) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *CompactResponse) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *CompactResponse) GetUsage() *Usage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 // PromptRequest is one prompt.
 type PromptRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -42,7 +149,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[0]
+	mi := &file_tackle_v1_agent_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -54,7 +161,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[0]
+	mi := &file_tackle_v1_agent_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -67,7 +174,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{0}
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -124,7 +231,7 @@ type PromptResponse struct {
 
 func (x *PromptResponse) Reset() {
 	*x = PromptResponse{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[1]
+	mi := &file_tackle_v1_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -136,7 +243,7 @@ func (x *PromptResponse) String() string {
 func (*PromptResponse) ProtoMessage() {}
 
 func (x *PromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[1]
+	mi := &file_tackle_v1_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -149,7 +256,7 @@ func (x *PromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptResponse.ProtoReflect.Descriptor instead.
 func (*PromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{1}
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PromptResponse) GetPromptId() string {
@@ -178,7 +285,7 @@ type CancelPromptRequest struct {
 
 func (x *CancelPromptRequest) Reset() {
 	*x = CancelPromptRequest{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[2]
+	mi := &file_tackle_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -190,7 +297,7 @@ func (x *CancelPromptRequest) String() string {
 func (*CancelPromptRequest) ProtoMessage() {}
 
 func (x *CancelPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[2]
+	mi := &file_tackle_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -203,7 +310,7 @@ func (x *CancelPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPromptRequest.ProtoReflect.Descriptor instead.
 func (*CancelPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{2}
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CancelPromptRequest) GetSessionId() string {
@@ -230,7 +337,7 @@ type CancelPromptResponse struct {
 
 func (x *CancelPromptResponse) Reset() {
 	*x = CancelPromptResponse{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[3]
+	mi := &file_tackle_v1_agent_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -242,7 +349,7 @@ func (x *CancelPromptResponse) String() string {
 func (*CancelPromptResponse) ProtoMessage() {}
 
 func (x *CancelPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[3]
+	mi := &file_tackle_v1_agent_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -255,7 +362,7 @@ func (x *CancelPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPromptResponse.ProtoReflect.Descriptor instead.
 func (*CancelPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CancelPromptResponse) GetCancelled() bool {
@@ -269,7 +376,14 @@ var File_tackle_v1_agent_proto protoreflect.FileDescriptor
 
 const file_tackle_v1_agent_proto_rawDesc = "" +
 	"\n" +
-	"\x15tackle/v1/agent.proto\x12\ttackle.v1\"\xbb\x01\n" +
+	"\x15tackle/v1/agent.proto\x12\ttackle.v1\x1a\x16tackle/v1/tackle.proto\"S\n" +
+	"\x0eCompactRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\"\n" +
+	"\finstructions\x18\x02 \x01(\tR\finstructions\"S\n" +
+	"\x0fCompactResponse\x12\x18\n" +
+	"\asummary\x18\x01 \x01(\tR\asummary\x12&\n" +
+	"\x05usage\x18\x02 \x01(\v2\x10.tackle.v1.UsageR\x05usage\"\xbb\x01\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -286,10 +400,11 @@ const file_tackle_v1_agent_proto_rawDesc = "" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n" +
 	"\tprompt_id\x18\x02 \x01(\tR\bpromptId\"4\n" +
 	"\x14CancelPromptResponse\x12\x1c\n" +
-	"\tcancelled\x18\x01 \x01(\bR\tcancelled2\x9e\x01\n" +
+	"\tcancelled\x18\x01 \x01(\bR\tcancelled2\xe0\x01\n" +
 	"\fAgentService\x12=\n" +
 	"\x06Prompt\x12\x18.tackle.v1.PromptRequest\x1a\x19.tackle.v1.PromptResponse\x12O\n" +
-	"\fCancelPrompt\x12\x1e.tackle.v1.CancelPromptRequest\x1a\x1f.tackle.v1.CancelPromptResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
+	"\fCancelPrompt\x12\x1e.tackle.v1.CancelPromptRequest\x1a\x1f.tackle.v1.CancelPromptResponse\x12@\n" +
+	"\aCompact\x12\x19.tackle.v1.CompactRequest\x1a\x1a.tackle.v1.CompactResponseB7Z5github.com/tackle-agent/tackle/gen/tackle/v1;tacklev1b\x06proto3"
 
 var (
 	file_tackle_v1_agent_proto_rawDescOnce sync.Once
@@ -303,23 +418,29 @@ func file_tackle_v1_agent_proto_rawDescGZIP() []byte {
 	return file_tackle_v1_agent_proto_rawDescData
 }
 
-var file_tackle_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_tackle_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_tackle_v1_agent_proto_goTypes = []any{
-	(*PromptRequest)(nil),        // 0: tackle.v1.PromptRequest
-	(*PromptResponse)(nil),       // 1: tackle.v1.PromptResponse
-	(*CancelPromptRequest)(nil),  // 2: tackle.v1.CancelPromptRequest
-	(*CancelPromptResponse)(nil), // 3: tackle.v1.CancelPromptResponse
+	(*CompactRequest)(nil),       // 0: tackle.v1.CompactRequest
+	(*CompactResponse)(nil),      // 1: tackle.v1.CompactResponse
+	(*PromptRequest)(nil),        // 2: tackle.v1.PromptRequest
+	(*PromptResponse)(nil),       // 3: tackle.v1.PromptResponse
+	(*CancelPromptRequest)(nil),  // 4: tackle.v1.CancelPromptRequest
+	(*CancelPromptResponse)(nil), // 5: tackle.v1.CancelPromptResponse
+	(*Usage)(nil),                // 6: tackle.v1.Usage
 }
 var file_tackle_v1_agent_proto_depIdxs = []int32{
-	0, // 0: tackle.v1.AgentService.Prompt:input_type -> tackle.v1.PromptRequest
-	2, // 1: tackle.v1.AgentService.CancelPrompt:input_type -> tackle.v1.CancelPromptRequest
-	1, // 2: tackle.v1.AgentService.Prompt:output_type -> tackle.v1.PromptResponse
-	3, // 3: tackle.v1.AgentService.CancelPrompt:output_type -> tackle.v1.CancelPromptResponse
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	6, // 0: tackle.v1.CompactResponse.usage:type_name -> tackle.v1.Usage
+	2, // 1: tackle.v1.AgentService.Prompt:input_type -> tackle.v1.PromptRequest
+	4, // 2: tackle.v1.AgentService.CancelPrompt:input_type -> tackle.v1.CancelPromptRequest
+	0, // 3: tackle.v1.AgentService.Compact:input_type -> tackle.v1.CompactRequest
+	3, // 4: tackle.v1.AgentService.Prompt:output_type -> tackle.v1.PromptResponse
+	5, // 5: tackle.v1.AgentService.CancelPrompt:output_type -> tackle.v1.CancelPromptResponse
+	1, // 6: tackle.v1.AgentService.Compact:output_type -> tackle.v1.CompactResponse
+	4, // [4:7] is the sub-list for method output_type
+	1, // [1:4] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_agent_proto_init() }
@@ -327,13 +448,14 @@ func file_tackle_v1_agent_proto_init() {
 	if File_tackle_v1_agent_proto != nil {
 		return
 	}
+	file_tackle_v1_tackle_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_agent_proto_rawDesc), len(file_tackle_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

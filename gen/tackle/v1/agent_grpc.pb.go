@@ -21,6 +21,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	AgentService_Prompt_FullMethodName       = "/tackle.v1.AgentService/Prompt"
 	AgentService_CancelPrompt_FullMethodName = "/tackle.v1.AgentService/CancelPrompt"
+	AgentService_Compact_FullMethodName      = "/tackle.v1.AgentService/Compact"
 )
 
 // AgentServiceClient is the client API for AgentService service.
@@ -42,6 +43,11 @@ type AgentServiceClient interface {
 	// is aborted, running calls are cancelled, every open tool call gets a
 	// result, and the conversation stays valid.
 	CancelPrompt(ctx context.Context, in *CancelPromptRequest, opts ...grpc.CallOption) (*CancelPromptResponse, error)
+	// Compact replaces the session's conversation by the model's summary of
+	// it (a compacted event); the loop also does it by itself when a request
+	// passes autoCompactPercent of the context window. Refused while a prompt
+	// runs.
+	Compact(ctx context.Context, in *CompactRequest, opts ...grpc.CallOption) (*CompactResponse, error)
 }
 
 type agentServiceClient struct {
@@ -72,6 +78,16 @@ func (c *agentServiceClient) CancelPrompt(ctx context.Context, in *CancelPromptR
 	return out, nil
 }
 
+func (c *agentServiceClient) Compact(ctx context.Context, in *CompactRequest, opts ...grpc.CallOption) (*CompactResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompactResponse)
+	err := c.cc.Invoke(ctx, AgentService_Compact_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AgentServiceServer is the server API for AgentService service.
 // All implementations must embed UnimplementedAgentServiceServer
 // for forward compatibility.
@@ -91,6 +107,11 @@ type AgentServiceServer interface {
 	// is aborted, running calls are cancelled, every open tool call gets a
 	// result, and the conversation stays valid.
 	CancelPrompt(context.Context, *CancelPromptRequest) (*CancelPromptResponse, error)
+	// Compact replaces the session's conversation by the model's summary of
+	// it (a compacted event); the loop also does it by itself when a request
+	// passes autoCompactPercent of the context window. Refused while a prompt
+	// runs.
+	Compact(context.Context, *CompactRequest) (*CompactResponse, error)
 	mustEmbedUnimplementedAgentServiceServer()
 }
 
@@ -106,6 +127,9 @@ func (UnimplementedAgentServiceServer) Prompt(context.Context, *PromptRequest) (
 }
 func (UnimplementedAgentServiceServer) CancelPrompt(context.Context, *CancelPromptRequest) (*CancelPromptResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelPrompt not implemented")
+}
+func (UnimplementedAgentServiceServer) Compact(context.Context, *CompactRequest) (*CompactResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Compact not implemented")
 }
 func (UnimplementedAgentServiceServer) mustEmbedUnimplementedAgentServiceServer() {}
 func (UnimplementedAgentServiceServer) testEmbeddedByValue()                      {}
@@ -164,6 +188,24 @@ func _AgentService_CancelPrompt_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AgentService_Compact_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompactRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AgentServiceServer).Compact(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AgentService_Compact_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AgentServiceServer).Compact(ctx, req.(*CompactRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AgentService_ServiceDesc is the grpc.ServiceDesc for AgentService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -178,6 +220,10 @@ var AgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelPrompt",
 			Handler:    _AgentService_CancelPrompt_Handler,
+		},
+		{
+			MethodName: "Compact",
+			Handler:    _AgentService_Compact_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
