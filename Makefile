@@ -33,6 +33,13 @@ run: build ## build, start the daemon (auto-started by the CLI) and run real too
 	  echo "== tackle call mcp__everything__get-sum (session $$sid)" && \
 	  $(BIN)/tackle call mcp__everything__get-sum '{"a":2,"b":40}' --session $$sid --permission-mode bypassPermissions && \
 	  $(BIN)/tackle mcp list --session $$sid
+	@echo
+	@if [ -n "$$ANTHROPIC_API_KEY$$ANTHROPIC_AUTH_TOKEN$$OPENAI_BASE_URL$$OPENAI_API_KEY" ]; then \
+	  echo "== tackle run: a real prompt to the agent"; \
+	  $(BIN)/tackle run "In one sentence: what does the README of this directory say tackle is? Read it first." --max-turns 4 || true; \
+	else \
+	  echo "== tackle run needs a model: set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN, or OPENAI_BASE_URL and OPENAI_API_KEY) and run make run again"; \
+	fi
 	@echo; echo "The daemon keeps running; stop it with: $(BIN)/tackle daemon stop"
 
 deps: ## install what the tests need (ripgrep, fd-find as oracles; the npm MCP peers into testpeers/)

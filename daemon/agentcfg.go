@@ -19,11 +19,11 @@ import (
 // configuration.
 
 // systemPrompt is the system prompt of one prompt of sess: built once per
-// prompt, so every request of it is the same (and caches).
-func (d *Daemon) systemPrompt(sess *session.Session, modelName string, deferred []string) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	info := sysprompt.Gather(ctx, sess.Cwd())
+// prompt, so every request of it is the same (and caches). The
+// environment (git status included) is the session's first prompt's, as
+// Claude Code takes it at the start of a conversation: info caches it.
+func (d *Daemon) systemPrompt(sess *session.Session, modelName string, deferred []string, info sysprompt.Info) string {
+	info.Cwd = sess.Cwd() // the git status is the start's; the directory is today's
 	if dirs := sess.WorkingDirs(); len(dirs) > 1 {
 		info.WorkingDirs = dirs[1:]
 	}
@@ -108,4 +108,11 @@ func (d *Daemon) settingInt(sess *session.Session, key string, def int) int {
 		return v
 	}
 	return def
+}
+
+// gatherEnv is the environment part of a session's system prompt.
+func gatherEnv(cwd string) sysprompt.Info {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	return sysprompt.Gather(ctx, cwd)
 }

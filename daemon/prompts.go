@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tackle-agent/tackle/daemon/agent"
+	"github.com/tackle-agent/tackle/daemon/agent/sysprompt"
 	"github.com/tackle-agent/tackle/daemon/dispatch"
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/model"
@@ -32,6 +33,7 @@ type prompts struct {
 	running  map[string]*runningPrompt  // by session id
 	convs    map[string][]model.Message // by session id: the conversation so far
 	usage    map[string]model.Usage     // by session id: its last request's usage (the context's size)
+	env      map[string]sysprompt.Info  // by session id: the environment its first prompt saw
 	stopping bool                       // Stop was called: no new prompt starts
 	wg       sync.WaitGroup             // running loops
 }
@@ -54,7 +56,7 @@ type queuedPrompt struct {
 }
 
 func newPrompts(d *Daemon) *prompts {
-	return &prompts{d: d, running: map[string]*runningPrompt{}, convs: map[string][]model.Message{}, usage: map[string]model.Usage{}}
+	return &prompts{d: d, running: map[string]*runningPrompt{}, convs: map[string][]model.Message{}, usage: map[string]model.Usage{}, env: map[string]sysprompt.Info{}}
 }
 
 // errStopping refuses a prompt while the daemon stops.
@@ -238,7 +240,7 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	opts := agent.Options{
 		Provider: cfg.Provider, Runner: p.d.disp,
 		Model: cfg.Model, MaxTokens: cfg.MaxTokens, MaxTurns: req.MaxTurns,
-		System: p.d.systemPrompt(sess, cfg.Model, deferred),
+		System: p.d.systemPrompt(sess, cfg.Model, deferred, p.environment(sess)),
 		Tools:  tools, Turn: turn,
 		OnEvent: func(ev model.Event) {
 			if ev.Type == model.EventText {
@@ -315,7 +317,7 @@ func (p *prompts) Compact(ctx context.Context, sess *session.Session, instructio
 	}
 	p.d.hooks.PreCompact(ctx, sess, "manual", instructions)
 	_, deferred := p.d.modelTools(sess)
-	req := model.Request{Model: cfg.Model, MaxTokens: cfg.MaxTokens, System: p.d.systemPrompt(sess, cfg.Model, deferred)}
+	req := model.Request{Model: cfg.Model, MaxTokens: cfg.MaxTokens, System: p.d.systemPrompt(sess, cfg.Model, deferred, p.environment(sess))}
 	start, u, err := agent.Compact(ctx, cfg.Provider, req, msgs, instructions)
 	if err != nil {
 		return "", event.Usage{}, err
@@ -339,6 +341,22 @@ func (e *failedPrecondition) Error() string { return e.msg }
 
 // FailedPrecondition marks it for the server's error mapping.
 func (e *failedPrecondition) FailedPrecondition() bool { return true }
+
+// environment is the session's system prompt environment, gathered at its
+// first prompt (a session's cwd may move; the git status is the start's).
+func (p *prompts) environment(sess *session.Session) sysprompt.Info {
+	p.mu.Lock()
+	info, ok := p.env[sess.ID()]
+	p.mu.Unlock()
+	if ok {
+		return info
+	}
+	info = gatherEnv(sess.Cwd())
+	p.mu.Lock()
+	p.env[sess.ID()] = info
+	p.mu.Unlock()
+	return info
+}
 
 // takeQueued hands the running loop the prompts queued meanwhile.
 func (p *prompts) takeQueued(sessionID string) []model.Block {
