@@ -23,6 +23,7 @@ run -bench 'StartTen' -benchtime 3x ./daemon/mcp/
 run -bench 'ListTools500MCP' -benchtime 300x ./integration/
 run -bench 'Search2000$|ToolRun2000' -benchtime 500x ./daemon/toolsearch/
 run -bench 'DiscoverCold' -benchtime 10x ./daemon/skill/
+run -bench 'FirstDelta|ToolUseToHandler' -benchtime 200x ./integration/
 python3 - "$out" <<'PY'
 import re, sys
 import statistics
@@ -96,6 +97,12 @@ if g("BenchmarkDiscoverCold", "ns/op"):
 if g("BenchmarkIdleRSS", "fresh-MB"):
     rows.append(("Idle daemon RSS: fresh / idle again after a batch of 1000 Reads (peak during it)",
                  f"{g('BenchmarkIdleRSS','fresh-MB'):.1f} / {g('BenchmarkIdleRSS','idle-MB'):.1f} MB ({g('BenchmarkIdleRSS','after-MB'):.1f})", "", "", "≤ 30 MB"))
+ft, fd = g("BenchmarkFirstDeltaTackle", "p50-µs"), g("BenchmarkFirstDeltaDirect", "p50-µs")
+if ft and fd:
+    rows.append(("First text delta of a prompt: fake model → tackled (a process) → a client, vs tackle's model client direct (p50)",
+                 f"{ft:.0f} µs", f"{fd:.0f} µs", f"+{(ft-fd)/1000:.2f} ms", "≤ +2 ms"))
+if g("BenchmarkToolUseToHandler", "p50-µs"):
+    rows.append(("From the model's response with a tool_use to the handler starting (p50)", f"{g('BenchmarkToolUseToHandler','p50-µs'):.0f} µs", "", "", "≤ 1 ms"))
 if g("BenchmarkStatusCLI", "p50-ms"):
     rows.append(("`tackle status` against a warm daemon (whole process, p50)", f"{g('BenchmarkStatusCLI','p50-ms'):.1f} ms", "", "", "≤ 20 ms"))
 print()
