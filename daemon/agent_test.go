@@ -343,3 +343,63 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// The openai format through the same loop: tool calls by index, a
+// finish_reason "stop" after tool calls (gpt-4o's quirk) still runs them.
+func TestPromptOpenAIFormat(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-oa", OpenAIStopAfterToolCalls: true})
+	dir := t.TempDir()
+	file := filepath.Join(dir, "n.txt")
+	writeFile(t, file, "forty-two\n")
+	cs, err := d.Client().CreateSession(context.Background(), &tacklev1.CreateSessionRequest{
+		Cwd: dir, Env: []string{"OPENAI_BASE_URL=" + fm.URL() + "/v1", "OPENAI_API_KEY=sk-oa", "HOME=" + d.Home()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cs.GetSession().GetId()
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Reply(fakemodel.ToolUse("Read", map[string]any{"file_path": file}), fakemodel.ToolUse("Glob", map[string]any{"pattern": "*.txt"})),
+		fakemodel.Say("It is forty-two."),
+	))
+	s := attach(t, d, id)
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "what number?", Model: "gpt-4o"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.waitEvent("prompt_ended", resp.GetPromptId()).GetPrompt()
+	if p.GetStopReason() != "end_turn" || p.GetFinalText() != "It is forty-two." {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	reqs := fm.Requests()
+	if len(reqs) != 2 || reqs[1].OpenAI == nil {
+		t.Fatalf("requests: %d", len(reqs))
+	}
+	if b := mustJSON(t, reqs[1].OpenAI.Messages); !strings.Contains(b, "forty-two") || !strings.Contains(b, `"role":"tool"`) {
+		t.Errorf("the tool messages: %s", b)
+	}
+}
+
+// A 529 before the stream is retried, and clients see the retry; a 429
+// with retry-after is waited for.
+func TestPromptRetriesAreEvents(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, _ := agentSession(t, d, fm)
+	fm.SetScript(fakemodel.Turns(fakemodel.Overloaded(), fakemodel.RateLimited().With("retry-after", "0.2"), fakemodel.Say("Finally.")))
+	s := attach(t, d, id)
+	p, evs := promptAndWait(t, d, s, "hi")
+	if p.GetStopReason() != "end_turn" || p.GetFinalText() != "Finally." {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	var retries []*tacklev1.ModelRetry
+	for _, e := range evs {
+		if e.GetType() == "model_retry" {
+			retries = append(retries, e.GetRetry())
+		}
+	}
+	if len(retries) != 2 || retries[0].GetStatus() != 529 || retries[1].GetStatus() != 429 || retries[1].GetWaitMs() != 200 {
+		t.Errorf("retries: %v", retries)
+	}
+}
