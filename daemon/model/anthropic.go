@@ -107,8 +107,7 @@ func (p *anthropicProvider) Stream(ctx context.Context, req Request) (Stream, er
 		return nil, &Error{Provider: "anthropic", Type: ErrInvalidRequest, Message: "the request names no model", Hint: "set " + p.t.modelVar}
 	}
 	if !p.t.hasKey && officialHost(p.t.baseURL, "api.anthropic.com") {
-		return nil, &Error{Provider: "anthropic", Type: ErrMissingKey, Message: "no API key",
-			Hint: "set ANTHROPIC_API_KEY (sent as x-api-key) or ANTHROPIC_AUTH_TOKEN (sent as a Bearer token)"}
+		return nil, &Error{Provider: "anthropic", Type: ErrMissingKey, Message: "no API key for " + p.t.baseURL, Hint: "set " + p.t.keyVar}
 	}
 	body, err := json.Marshal(anthropicBody(&req))
 	if err != nil {

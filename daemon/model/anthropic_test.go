@@ -1,8 +1,11 @@
 package model
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -449,4 +452,49 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+func TestAnthropicCacheControlPlacement(t *testing.T) {
+	// A paused turn ends with the assistant's message; its last block may
+	// be one that cannot carry cache_control.
+	req := Request{Model: "m", Messages: []Message{
+		{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "q"}}},
+		{Role: RoleAssistant, Content: []Block{{Type: BlockText, Text: "a"}, {Type: BlockThinking, Thinking: "t", Signature: "s"}, {Type: BlockText, Text: ""}}},
+	}}
+	b, _ := json.Marshal(anthropicBody(&req).Messages[1].Content)
+	if want := `[{"type":"text","text":"a","cache_control":{"type":"ephemeral"}},{"type":"thinking","thinking":"t","signature":"s"}]`; string(b) != want {
+		t.Errorf("got %s\nwant %s", b, want)
+	}
+	if body := anthropicBody(&Request{Model: "m"}); body.System != nil || body.Messages == nil {
+		t.Errorf("no system prompt: %+v", body)
+	}
+}
+
+func TestAnthropicStopSequence(t *testing.T) {
+	p := parse(t, "anthropic", sse(msgStart, textStart, delta(0, "text_delta", "text", "a"), blockStop(0),
+		`{"type":"message_delta","delta":{"stop_reason":"stop_sequence","stop_sequence":"END"},"usage":{"output_tokens":2}}`, msgStop))
+	if p.err != nil || p.resp.StopReason != StopStopSequence || p.resp.StopSequence != "END" || p.resp.Usage.InputTokens != 10 {
+		t.Errorf("resp %+v, err %v", p.resp, p.err)
+	}
+}
+
+func TestEventsOnce(t *testing.T) {
+	resp := &http.Response{StatusCode: 200, Body: nopCloser{bytes.NewReader(readTestdata(t, "anthropic-next-streaming.sse"))}, Header: http.Header{}}
+	st := newHTTPStream("anthropic", context.Background(), func() {}, resp, &anthropicDecoder{})
+	if err := st.peek(); err != nil {
+		t.Fatal(err)
+	}
+	for range st.Events() {
+	}
+	for _, err := range st.Events() {
+		if err == nil || !strings.Contains(err.Error(), "only once") {
+			t.Errorf("second range: %v", err)
+		}
+	}
+	if st.Response().StopReason != StopToolUse {
+		t.Errorf("response lost")
+	}
+	if st.Close() != nil || st.Close() != nil {
+		t.Errorf("Close is not idempotent")
+	}
 }

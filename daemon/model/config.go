@@ -95,8 +95,9 @@ func (r ResolvedModel) ModelFor(name string) string {
 	return id
 }
 
-// The precedence Resolve applies, highest first (env means Env, then the
-// process environment):
+// Resolve picks the provider and the model from the settings and the
+// environment (env may be nil), Claude Code compatible first. The
+// precedence, highest first (env means settings.Env, then env):
 //
 //	provider type  provider.type; else anthropic, unless no
 //	               ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN or
@@ -113,19 +114,20 @@ func (r ResolvedModel) ModelFor(name string) string {
 //	               ANTHROPIC_AUTH_TOKEN (Bearer), openai OPENAI_API_KEY
 //	headers        env ANTHROPIC_CUSTOM_HEADERS ("Name: value" lines,
 //	               anthropic) over provider.headers
-//	context window provider.contextTokens; 1,000,000 for a "[1m]" model;
-//	               the model's (modelLimits); 200,000 (anthropic) or
-//	               128,000 (openai)
+//	context window provider.contextTokens; 1,000,000 for a "[1m]" model
+//	               (Claude Code's suffix: it also sends anthropic-beta
+//	               context-1m-2025-08-07 when the model's own window is
+//	               smaller); the model's (anthropicLimits); 200,000
+//	               (anthropic) or 128,000 (openai)
 //	max tokens     provider.maxTokens; env CLAUDE_CODE_MAX_OUTPUT_TOKENS;
 //	               the model's output limit capped at 32,000 (anthropic) or
 //	               8,192 (openai)
 //
 // A missing key is not an error here (a local server needs none): the
 // provider's first Stream reports it, naming the variable, without sending
-// anything, when the base URL is the provider's own API.
-
-// Resolve picks the provider and the model from the settings and the
-// environment (env may be nil), Claude Code compatible first.
+// anything, when the base URL is the provider's own API. The provider is
+// built with the defaults of NewAnthropic / NewOpenAI otherwise (its HTTP
+// client, 2 retries).
 func Resolve(settings ModelSettings, env func(string) string) (Provider, ResolvedModel, error) {
 	getenv := func(k string) string {
 		if v, ok := settings.Env[k]; ok {

@@ -14,8 +14,9 @@
 // the errors' hints; config.go Resolve, the settings and environment
 // (Claude Code's names first) to a Provider.
 //
-// A Provider starts no goroutine; a Stream reads its body on the goroutine
-// that ranges over Events.
+// A Stream reads its body on the goroutine that ranges over Events; the
+// package starts no goroutine of its own but a 100 ms timer's callback
+// (net/http's transport starts its own).
 package model
 
 import (
@@ -59,14 +60,18 @@ type Block struct {
 	Type string `json:"type"`
 	// Text is a text block's text, or a tool result's text.
 	Text string `json:"text,omitempty"`
-	// Thinking and Signature are a thinking block's, sent back unchanged.
+	// Thinking and Signature are a thinking block's, sent back unchanged
+	// (the openai provider's reasoning text comes as one without
+	// signature, which the anthropic provider leaves out).
 	Thinking  string `json:"thinking,omitempty"`
 	Signature string `json:"signature,omitempty"`
 	// Data is a redacted_thinking block's, sent back unchanged.
 	Data string `json:"data,omitempty"`
 	// ID, Name and Input are a tool_use block's. Input is the accumulated
 	// JSON ("" streamed is {}); InputComplete is false when the stream
-	// stopped inside it (max_tokens): such a call must never run.
+	// stopped inside it (max_tokens with this the last block, a stream cut
+	// off) or it is not a JSON object: such a call must never run, and its
+	// Input is then {} (so the message can still be sent back).
 	ID            string          `json:"id,omitempty"`
 	Name          string          `json:"name,omitempty"`
 	Input         json.RawMessage `json:"input,omitempty"`
@@ -151,7 +156,8 @@ const (
 	EventMessage EventType = "message"
 )
 
-// Event is one normalized stream event.
+// Event is one normalized stream event. Index is the block's position in
+// Response.Message.Content.
 type Event struct {
 	Type       EventType
 	Index      int

@@ -96,7 +96,7 @@ func (p *openAIProvider) Stream(ctx context.Context, req Request) (Stream, error
 		return nil, &Error{Provider: "openai", Type: ErrInvalidRequest, Message: "the request names no model", Hint: "set " + p.t.modelVar}
 	}
 	if !p.t.hasKey && officialHost(p.t.baseURL, "api.openai.com") {
-		return nil, &Error{Provider: "openai", Type: ErrMissingKey, Message: "no API key", Hint: "set " + p.t.keyVar}
+		return nil, &Error{Provider: "openai", Type: ErrMissingKey, Message: "no API key for " + p.t.baseURL, Hint: "set " + p.t.keyVar}
 	}
 	body, err := json.Marshal(openAIBody(&req, p.maxTokens))
 	if err != nil {

@@ -313,3 +313,23 @@ func TestOpenAIRequestBody(t *testing.T) {
 		t.Errorf("max_completion_tokens body = %s", b)
 	}
 }
+
+func TestOpenAIReasoningField(t *testing.T) {
+	// Ollama and OpenRouter call it "reasoning"; it becomes a thinking block,
+	// which the next request to an openai server leaves out.
+	p := parse(t, "openai", chunks(choice(`{"reasoning":"let me"}`, ""), choice(`{"reasoning":" see"}`, ""), choice(`{"content":"Done."}`, "stop")))
+	if p.err != nil {
+		t.Fatal(p.err)
+	}
+	want := []Block{{Type: BlockThinking, Thinking: "let me see"}, {Type: BlockText, Text: "Done."}}
+	if diff := cmp.Diff(want, p.resp.Message.Content); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if got := joined(p.events, EventThinking); got != "let me see" {
+		t.Errorf("thinking events %q", got)
+	}
+	b, _ := json.Marshal(openAIBody(&Request{Model: "m", Messages: []Message{p.resp.Message}}, "max_tokens"))
+	if strings.Contains(string(b), "let me") {
+		t.Errorf("thinking sent to an openai server: %s", b)
+	}
+}
