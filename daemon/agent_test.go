@@ -3,6 +3,8 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -401,5 +403,61 @@ func TestPromptRetriesAreEvents(t *testing.T) {
 	}
 	if len(retries) != 2 || retries[0].GetStatus() != 529 || retries[1].GetStatus() != 429 || retries[1].GetWaitMs() != 200 {
 		t.Errorf("retries: %v", retries)
+	}
+}
+
+// A hook of type prompt asks the small model; {"ok": false} blocks the
+// call with the model's reason. WebFetch's prompt is answered by the small
+// model over the fetched page.
+func TestSmallModelHooksAndWebFetch(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	hooks := map[string]any{"hooks": map[string]any{"PreToolUse": []any{map[string]any{"matcher": "Bash",
+		"hooks": []any{map[string]any{"type": "prompt", "prompt": "Is this command safe to run? $ARGUMENTS"}}}}}}
+	b, _ := json.Marshal(hooks)
+	writeFile(t, filepath.Join(dir, ".tackle", "settings.json"), string(b))
+	if _, err := d.Client().Trust(context.Background(), &tacklev1.TrustRequest{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte("<html><head><title>Tackle Docs</title></head><body><h1>Tackle Docs</h1><p>Version 7.</p></body></html>"))
+	}))
+	defer page.Close()
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Call("Bash", map[string]any{"command": "echo hi"}),
+		fakemodel.Say(`{"ok": false, "reason": "echo is not allowed here"}`), // the hook's question
+		fakemodel.Call("WebFetch", map[string]any{"url": page.URL, "prompt": "Which version?"}),
+		fakemodel.Say("The page says version 7."), // WebFetch's question
+		fakemodel.Say("Done."),
+	))
+	s := attach(t, d, id)
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "go", PermissionMode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.waitEvent("prompt_ended", resp.GetPromptId()).GetPrompt()
+	if p.GetStopReason() != "end_turn" {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	reqs := fm.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if q := mustJSON(t, reqs[1].Anthropic.Messages); !strings.Contains(q, "Is this command safe") || !strings.Contains(q, "echo hi") {
+		t.Errorf("the hook's question: %s", q)
+	}
+	if reqs[1].Anthropic.Model == reqs[0].Anthropic.Model {
+		t.Errorf("the hook asked the main model %s, not the small one", reqs[1].Anthropic.Model)
+	}
+	if r := reqs[2].ToolResults(); len(r) != 1 || !r[0].IsError || !strings.Contains(mustJSON(t, r[0]), "echo is not allowed here") {
+		t.Errorf("the blocked call's result: %s", mustJSON(t, r))
+	}
+	if q := mustJSON(t, reqs[3].Anthropic.Messages); !strings.Contains(q, "Version 7") || !strings.Contains(q, "Which version?") {
+		t.Errorf("WebFetch's question to the small model: %s", q)
+	}
+	if r := reqs[4].ToolResults(); len(r) != 1 || r[0].IsError || !strings.Contains(mustJSON(t, r[0]), "The page says version 7.") {
+		t.Errorf("WebFetch's result: %s", mustJSON(t, r))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/agent/sysprompt"
 	"github.com/tackle-agent/tackle/daemon/model"
 	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/tool"
 	"github.com/tackle-agent/tackle/daemon/toolsearch"
 )
 
@@ -115,4 +116,41 @@ func gatherEnv(cwd string) sysprompt.Info {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	return sysprompt.Gather(ctx, cwd)
+}
+
+// ask puts one question to the small model of env's session (or to
+// modelName, an alias or id): a prompt hook, WebFetch's prompt. The answer
+// is the response's text.
+func (d *Daemon) ask(ctx context.Context, env tool.Env, modelName, system, prompt string) (string, error) {
+	sess, err := d.sessions.Get(ctx, env.SessionID())
+	if err != nil {
+		return "", err
+	}
+	cfg, err := d.modelConfig(sess, "")
+	if err != nil {
+		return "", err
+	}
+	m := cfg.Resolved.SmallModel
+	if modelName != "" {
+		m = cfg.Resolved.ModelFor(modelName)
+	}
+	req := model.Request{Model: m, MaxTokens: min(cfg.MaxTokens, 4096), System: system,
+		Messages: []model.Message{{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: prompt}}}}}
+	st, err := cfg.Provider.Stream(ctx, req)
+	if err != nil {
+		return "", err
+	}
+	defer st.Close()
+	for _, err := range st.Events() {
+		if err != nil {
+			return "", err
+		}
+	}
+	var b strings.Builder
+	for _, blk := range st.Response().Message.Content {
+		if blk.Type == model.BlockText {
+			b.WriteString(blk.Text)
+		}
+	}
+	return b.String(), nil
 }

@@ -179,7 +179,10 @@ func New(opts *Options) (*Daemon, error) {
 		d.closeState()
 		return nil, fmt.Errorf("registering shell tools: %w", err)
 	}
-	if err := d.registry.Register(web.Tools(&web.Options{Settings: d.loader.Load, Logger: o.Logger.Named("web")})...); err != nil {
+	if err := d.registry.Register(web.Tools(&web.Options{Settings: d.loader.Load, Logger: o.Logger.Named("web"),
+		Ask: func(ctx context.Context, env tool.Env, system, prompt string) (string, error) {
+			return d.ask(ctx, env, "", system, prompt)
+		}})...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering web tools: %w", err)
 	}
@@ -210,6 +213,7 @@ func New(opts *Options) (*Daemon, error) {
 		Settings: d.loader.Load,
 		Trusted:  d.trust.Trusted,
 		Logger:   o.Logger.Named("hook"),
+		Ask:      d.ask,
 	})
 	d.disp = dispatch.New(d.registry, d.policy, d.broker, d.hooks, d.dispatchOptions())
 	d.srv, err = server.New(&server.Options{

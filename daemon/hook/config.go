@@ -83,6 +83,10 @@ type Handler struct {
 	AllowedEnvVars []string `json:"allowedEnvVars,omitempty"`
 	// Timeout is in seconds (0: DefaultTimeout).
 	Timeout float64 `json:"timeout,omitempty"`
+	// Prompt is what a hook of type prompt asks the model ($ARGUMENTS is
+	// the hook input as JSON); Model names the model (default: the small one).
+	Prompt string `json:"prompt,omitempty"`
+	Model  string `json:"model,omitempty"`
 	// If is one permission rule; the handler runs only for calls it matches
 	// (tool events only; on other events a handler with If never runs).
 	If string `json:"if,omitempty"`
@@ -94,10 +98,14 @@ type Handler struct {
 	cond *condition // parsed If
 }
 
-// Name is how events and logs name the handler: its command line or URL.
+// Name is how events and logs name the handler: its command line, URL or
+// prompt.
 func (h *Handler) Name() string {
-	if h.Type == "http" {
+	switch h.Type {
+	case "http":
 		return h.URL
+	case "prompt":
+		return "prompt: " + h.Prompt
 	}
 	if len(h.Args) > 0 {
 		return h.Command + " " + strings.Join(h.Args, " ")
@@ -239,8 +247,13 @@ func parseGroup(src config.Source, ev string, idx, gi int, rg rawGroup) (*group,
 				bad("hook %d: an http hook needs an http:// or https:// \"url\", got %q", hi+1, h.URL)
 				continue
 			}
-		case "prompt", "agent", "mcp_tool":
-			bad("hook %d: type %q needs the agent loop and is not run yet", hi+1, h.Type)
+		case "prompt":
+			if strings.TrimSpace(h.Prompt) == "" {
+				bad("hook %d: a prompt hook needs a \"prompt\"", hi+1)
+				continue
+			}
+		case "agent", "mcp_tool":
+			bad("hook %d: type %q is not run yet", hi+1, h.Type)
 			continue
 		default:
 			bad("hook %d: unknown type %q (want command or http)", hi+1, h.Type)

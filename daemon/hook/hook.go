@@ -45,7 +45,14 @@ type Options struct {
 	// settings are consulted again (default 1 s). ConfigChange and
 	// Invalidate drop it at once.
 	Recheck time.Duration
+	// Ask answers a hook of type prompt: the session's small model (or
+	// model, when the hook names one) gets system and prompt and its text
+	// answer is returned. Nil: prompt hooks fail (no decision).
+	Ask AskFunc
 }
+
+// AskFunc asks a model one question for a session.
+type AskFunc func(ctx context.Context, env tool.Env, model, system, prompt string) (string, error)
 
 // MaxOutputChars is the size over which a hook's text (a reason, context,
 // message) is saved to a file and replaced by a preview.
@@ -314,9 +321,15 @@ func (h *Hooks) runAll(ctx context.Context, sel *selection, in input) []runResul
 	}
 	env := environ(sel.env, sel.root)
 	dir := sel.env.Cwd()
+	var ask askFunc
+	if h.opts.Ask != nil {
+		ask = func(ctx context.Context, model, system, prompt string) (string, error) {
+			return h.opts.Ask(ctx, sel.env, model, system, prompt)
+		}
+	}
 	res := make([]runResult, len(sel.handlers))
 	if len(sel.handlers) == 1 {
-		res[0] = run(ctx, sel.handlers[0], data, dir, env)
+		res[0] = run(ctx, sel.handlers[0], data, dir, env, ask)
 		return res
 	}
 	var wg sync.WaitGroup
@@ -324,7 +337,7 @@ func (h *Hooks) runAll(ctx context.Context, sel *selection, in input) []runResul
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res[i] = run(ctx, hd, data, dir, env)
+			res[i] = run(ctx, hd, data, dir, env, ask)
 		}()
 	}
 	wg.Wait()

@@ -241,7 +241,7 @@ func TestParseProblems(t *testing.T) {
 		"PreToolUse": []any{
 			matcherGroup("Bash(", cmdHook("true")),
 			matcherGroup("Bash", map[string]any{"type": "command"}, map[string]any{"type": "weird"}, map[string]any{"type": "http", "url": "ftp://x"},
-				map[string]any{"type": "command", "command": "true", "if": "Bash("}, map[string]any{"type": "prompt", "prompt": "x"}),
+				map[string]any{"type": "command", "command": "true", "if": "Bash("}, map[string]any{"type": "agent", "prompt": "x"}),
 		},
 		"SessionStart": []any{matcherGroup("", map[string]any{"type": "command", "command": "true", "if": "Bash(ls)"})},
 		"SubagentStop": []any{matcherGroup("", cmdHook("true"))},
@@ -257,7 +257,7 @@ func TestParseProblems(t *testing.T) {
 		`hook 2: unknown type "weird"`,
 		`hook 3: an http hook needs an http:// or https:// "url", got "ftp://x"`,
 		`hook 4: if "Bash(": column 5`,
-		`hook 5: type "prompt" needs the agent loop`,
+		`hook 5: type "agent" is not run yet`,
 		`hooks.SessionStart: entry 1: hook 1: "if" applies to tool events only`,
 		`hooks.SubagentStop: tackle does not run this hook event`,
 	}

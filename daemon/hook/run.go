@@ -60,7 +60,7 @@ type runResult struct {
 }
 
 // run runs one handler with the JSON input and the environment.
-func run(ctx context.Context, h *Handler, input []byte, dir string, environ []string) runResult {
+func run(ctx context.Context, h *Handler, input []byte, dir string, environ []string, ask askFunc) runResult {
 	start := time.Now()
 	timeout := DefaultTimeout
 	if h.Timeout > 0 {
@@ -69,9 +69,12 @@ func run(ctx context.Context, h *Handler, input []byte, dir string, environ []st
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, errHookTimeout)
 	defer cancel()
 	var r runResult
-	if h.Type == "http" {
+	switch h.Type {
+	case "http":
 		r = runHTTP(ctx, h, input, environ)
-	} else {
+	case "prompt":
+		r = runPrompt(ctx, h, input, ask)
+	default:
 		r = runCommand(ctx, h, input, dir, environ)
 	}
 	r.h = h

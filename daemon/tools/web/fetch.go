@@ -162,8 +162,22 @@ func (f *Fetch) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*too
 			f.cache.put(key, p)
 		}
 	}
-	return f.render(p, key, in, cached), nil
+	res := f.render(p, key, in, cached)
+	if f.opts.Ask == nil || res.IsError {
+		return res, nil
+	}
+	page := res.Content[0].Text
+	answer, err := f.opts.Ask(ctx, call.Env, fetchSystem, "Web page content:\n---\n"+page+"\n---\n\n"+in.Prompt)
+	if err != nil || strings.TrimSpace(answer) == "" {
+		f.opts.Logger.Debug("the small model did not answer WebFetch's prompt; returning the page", "url", key, "error", err)
+		return res, nil
+	}
+	res.Content[0].Text = fmt.Sprintf("URL: %s\n\n%s", p.url, strings.TrimSpace(answer))
+	return res, nil
 }
+
+// fetchSystem tells the small model how to answer WebFetch's prompt.
+const fetchSystem = "You answer a question about one web page for a coding agent, from the page's content only. Be concise and exact: quote code, commands, versions and error texts as they appear. If the page does not answer the question, say so."
 
 // redirect is a redirect to another host, reported instead of followed.
 type redirect struct {

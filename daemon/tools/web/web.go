@@ -40,6 +40,11 @@ type Options struct {
 	CacheTTL time.Duration
 	// Logger receives debug logs of requests (nil: discard).
 	Logger hclog.Logger
+	// Ask, if set, has the session's small model answer WebFetch's prompt
+	// from the fetched page (Claude Code's behaviour): the result is its
+	// answer. Nil, or a failure, returns the page itself for the model to
+	// read.
+	Ask func(ctx context.Context, env tool.Env, system, prompt string) (string, error)
 }
 
 const (
