@@ -237,6 +237,7 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 		turn.ResolveMode = func() string { return p.d.perms.effectiveMode(sess, "") }
 	}
 	turn.ResolvePermissionTimeout = func() time.Duration { return p.d.askTimeout(sess.Root()) }
+	coalesce := &deltaCoalescer{}
 	opts := agent.Options{
 		Provider: cfg.Provider, Runner: p.d.disp,
 		Model: cfg.Model, MaxTokens: cfg.MaxTokens, MaxTurns: req.MaxTurns,
@@ -248,11 +249,14 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 				r.partial.WriteString(ev.Text)
 				p.mu.Unlock()
 			}
-			if d := deltaOf(r.id, ev); d != nil {
+			for _, d := range coalesce.add(r.id, ev) {
 				p.appendEvent(sess, &event.Event{Type: event.AssistantDelta, Delta: d})
 			}
 		},
 		OnMessage: func(m model.Message) {
+			if d := coalesce.flush(); d != nil {
+				p.appendEvent(sess, &event.Event{Type: event.AssistantDelta, Delta: d})
+			}
 			typ := event.ToolResults
 			if m.Role == model.RoleAssistant {
 				typ = event.AssistantMessage
@@ -413,6 +417,56 @@ func (p *prompts) appendEvent(sess *session.Session, e *event.Event) {
 	if _, err := sess.Append(e); err != nil {
 		p.d.log.Error("appending a prompt event", "session", sess.ID(), "type", e.Type, "error", err)
 	}
+}
+
+// deltaInterval is how often a streaming answer's pieces go to clients at
+// most: a model can send thousands a second, each an event for every
+// attached client; pieces within it are joined (the first goes at once).
+const deltaInterval = 15 * time.Millisecond
+
+// deltaCoalescer joins consecutive pieces of the same block into one
+// assistant_delta per deltaInterval. It is used by one loop goroutine.
+type deltaCoalescer struct {
+	pending *event.Delta
+	last    time.Time // when the last delta went out
+}
+
+// add takes a stream event and returns the deltas to send now (a block
+// boundary or the interval flushes what is pending).
+func (c *deltaCoalescer) add(promptID string, ev model.Event) []*event.Delta {
+	d := deltaOf(promptID, ev)
+	if d == nil {
+		if ev.Type == model.EventBlockStop || ev.Type == model.EventMessage {
+			if f := c.flush(); f != nil {
+				return []*event.Delta{f}
+			}
+		}
+		return nil
+	}
+	var out []*event.Delta
+	switch {
+	case c.pending == nil:
+		c.pending = d
+	case c.pending.Kind == d.Kind && c.pending.Index == d.Index && d.ToolUseID == "":
+		c.pending.Text += d.Text
+	default:
+		out = append(out, c.flush())
+		c.pending = d
+	}
+	if time.Since(c.last) >= deltaInterval {
+		out = append(out, c.flush())
+	}
+	return out
+}
+
+// flush returns the pending delta (nil when none) and starts a new interval.
+func (c *deltaCoalescer) flush() *event.Delta {
+	d := c.pending
+	c.pending = nil
+	if d != nil {
+		c.last = time.Now()
+	}
+	return d
 }
 
 // deltaOf is the client event of a stream event ("" pieces and block

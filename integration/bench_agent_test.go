@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,10 +18,44 @@ import (
 // server, and one subscribed controller stream.
 type agentBench struct {
 	fm    *fakemodel.Server
+	svc   tacklev1.TackleServiceClient
 	agent tacklev1.AgentServiceClient
 	id    string
 	root  string
+	pid   int
 	next  func() *tacklev1.Event
+}
+
+// watch attaches one more client to the session and returns its events.
+func (ab *agentBench) watch(b *testing.B) func() *tacklev1.Event {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	st, err := ab.svc.Attach(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	recv := func() *tacklev1.ServerMessage {
+		m, err := st.Recv()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m
+	}
+	st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "watcher", Role: tacklev1.Role_ROLE_OBSERVER}}})
+	recv()
+	st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: ab.id, LiveOnly: true}}})
+	recv()
+	return func() *tacklev1.Event {
+		for {
+			m := recv()
+			if se := m.GetError(); se != nil && se.GetResubscribeFromSeq() != 0 {
+				b.Fatalf("a watcher was cut off (fell behind): %v", se)
+			}
+			if e := m.GetEvent(); e != nil {
+				return e
+			}
+		}
+	}
 }
 
 func newAgentBench(b *testing.B, script fakemodel.Script) *agentBench {
@@ -57,7 +92,7 @@ func newAgentBench(b *testing.B, script fakemodel.Script) *agentBench {
 	recv()
 	st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: sess.GetSession().GetId(), LiveOnly: true}}})
 	recv()
-	return &agentBench{fm: fm, agent: tacklev1.NewAgentServiceClient(conn), id: sess.GetSession().GetId(), root: root,
+	return &agentBench{fm: fm, svc: svc, agent: tacklev1.NewAgentServiceClient(conn), id: sess.GetSession().GetId(), root: root, pid: cmd.Process.Pid,
 		next: func() *tacklev1.Event { return recv().GetEvent() }}
 }
 
@@ -155,4 +190,47 @@ func BenchmarkToolUseToHandler(b *testing.B) {
 	}
 	b.StopTimer()
 	reportP50(b, durs)
+}
+
+// BenchmarkThreeClientsDeltaFlood: a model streaming 5,000 deltas a second
+// (for one second) to a session three clients watch: each must get every
+// must-deliver event (prompt_started, assistant_message, prompt_ended);
+// deltas may be dropped for a slow reader and are counted. Reports the
+// daemon's CPU per prompt.
+func BenchmarkThreeClientsDeltaFlood(b *testing.B) {
+	text := strings.Repeat("abcd", 5000) // 5,000 deltas of 4 characters
+	ab := newAgentBench(b, fakemodel.Repeat(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text(text)}, Chunk: 4, Delay: 200 * time.Microsecond}))
+	watchers := []func() *tacklev1.Event{ab.next, ab.watch(b), ab.watch(b)}
+	cpu0 := procCPU(ab.pid)
+	var deltas, lost int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := ab.agent.Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: ab.id, Text: "flood"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, next := range watchers {
+			seen := map[string]bool{}
+			for {
+				e := next()
+				seen[e.GetType()] = true
+				if e.GetType() == "assistant_delta" {
+					deltas++
+				}
+				if e.GetType() == "prompt_ended" && e.GetPrompt().GetId() == resp.GetPromptId() {
+					break
+				}
+			}
+			for _, want := range []string{"prompt_started", "assistant_message", "prompt_ended"} {
+				if !seen[want] {
+					b.Errorf("a client missed %s", want)
+					lost++
+				}
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(deltas)/float64(b.N*len(watchers)), "deltas-seen/client")
+	b.ReportMetric(float64(lost), "must-deliver-lost")
+	b.ReportMetric(float64((procCPU(ab.pid)-cpu0).Milliseconds())/float64(b.N), "daemon-cpu-ms/prompt")
 }
