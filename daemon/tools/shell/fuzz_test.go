@@ -265,8 +265,10 @@ func pureWord(w *syntax.Word) bool {
 	if strings.ContainsAny(s, "$`") {
 		return false
 	}
-	for _, tok := range arithToken.FindAllString(s, -1) {
-		if isNameStart(tok[0]) {
+	for _, loc := range arithToken.FindAllStringIndex(s, -1) {
+		rest := s[loc[1]:]
+		target := strings.HasPrefix(rest, "=") && !strings.HasPrefix(rest, "==") // x=1 assigns x: its value is not read
+		if isNameStart(s[loc[0]]) && !target {
 			return false
 		}
 	}
