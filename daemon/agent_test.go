@@ -461,3 +461,38 @@ func TestSmallModelHooksAndWebFetch(t *testing.T) {
 		t.Errorf("WebFetch's result: %s", mustJSON(t, r))
 	}
 }
+
+// A prompt sent on the Attach stream, with an image: PromptAccepted
+// answers it, and the model gets the image.
+func TestPromptOnAttachWithImage(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test", Script: fakemodel.Turns(fakemodel.Say("A red pixel."))})
+	id, _ := agentSession(t, d, fm)
+	s := attach(t, d, id)
+	png := []byte("\x89PNG\r\n\x1a\n fake but non-empty")
+	s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Prompt{Prompt: &tacklev1.PromptRequest{
+		Text: "what is this?", Ref: "r1", Images: []*tacklev1.PromptImage{{MediaType: "image/png", Data: png}}}}})
+	var promptID string
+	for promptID == "" {
+		m := s.recv()
+		if a := m.GetPromptAccepted(); a != nil && a.GetRef() == "r1" {
+			promptID = a.GetPromptId()
+		}
+		if e := m.GetError(); e != nil {
+			t.Fatalf("stream error: %v", e)
+		}
+	}
+	p := s.waitEvent("prompt_ended", promptID).GetPrompt()
+	if p.GetStopReason() != "end_turn" {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	if b := mustJSON(t, fm.Requests()[0].Anthropic.Messages); !strings.Contains(b, `"type":"image"`) || !strings.Contains(b, "image/png") {
+		t.Errorf("the image did not reach the model: %s", b)
+	}
+	// A bad image is refused with a clear error.
+	_, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "x",
+		Images: []*tacklev1.PromptImage{{MediaType: "image/tiff", Data: png}}})
+	if err == nil || !strings.Contains(err.Error(), "image/tiff") {
+		t.Errorf("a TIFF: %v", err)
+	}
+}

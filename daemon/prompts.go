@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -153,8 +154,10 @@ func (p *prompts) run(sess *session.Session, r *runningPrompt, req server.Prompt
 		r.queue = nil
 		req = next[0].req
 		var texts []string
+		req.Images = nil
 		for _, q := range next {
 			texts = append(texts, q.req.Text)
+			req.Images = append(req.Images, q.req.Images...)
 		}
 		req.Text = strings.Join(texts, "\n\n")
 		r.id = next[0].id
@@ -184,7 +187,7 @@ func (p *prompts) Snapshot(sessionID string) (*event.Prompt, string, []*event.Pr
 func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningPrompt, req server.PromptRequest) {
 	started := time.Now()
 	history := p.conversation(sess)
-	user := model.Message{Role: model.RoleUser, Content: []model.Block{{Type: model.BlockText, Text: req.Text}}}
+	user := model.Message{Role: model.RoleUser, Content: promptBlocks(req)}
 	p.mu.Lock()
 	info := r.info
 	p.mu.Unlock()
@@ -362,6 +365,16 @@ func (p *prompts) environment(sess *session.Session) sysprompt.Info {
 	return info
 }
 
+// promptBlocks is a prompt's content for the model: its text, then its
+// images.
+func promptBlocks(req server.PromptRequest) []model.Block {
+	out := []model.Block{{Type: model.BlockText, Text: req.Text}}
+	for _, im := range req.Images {
+		out = append(out, model.Block{Type: model.BlockImage, MediaType: im.MediaType, Source: base64.StdEncoding.EncodeToString(im.Data)})
+	}
+	return out
+}
+
 // takeQueued hands the running loop the prompts queued meanwhile.
 func (p *prompts) takeQueued(sessionID string) []model.Block {
 	p.mu.Lock()
@@ -372,7 +385,7 @@ func (p *prompts) takeQueued(sessionID string) []model.Block {
 	}
 	var out []model.Block
 	for _, q := range r.queue {
-		out = append(out, model.Block{Type: model.BlockText, Text: q.req.Text})
+		out = append(out, promptBlocks(q.req)...)
 	}
 	r.joined = append(r.joined, r.queue...)
 	r.queue = nil

@@ -35,6 +35,41 @@ type Agent interface {
 type PromptRequest struct {
 	Text, Model, PermissionMode, ClientID string
 	MaxTurns                              int
+	Images                                []PromptImage
+}
+
+// PromptImage is an image of a prompt.
+type PromptImage struct {
+	MediaType string
+	Data      []byte
+}
+
+// promptImageTypes are the image types the model APIs take.
+var promptImageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+// maxPromptImage bounds one image (the Anthropic API's limit is 5 MB).
+const maxPromptImage = 5 << 20
+
+// promptFromProto checks and converts a prompt.
+func promptFromProto(req *tacklev1.PromptRequest) (PromptRequest, error) {
+	if err := checkMode(req.GetPermissionMode()); err != nil {
+		return PromptRequest{}, err
+	}
+	if req.GetMaxTurns() < 0 {
+		return PromptRequest{}, invalidf("max_turns must not be negative")
+	}
+	out := PromptRequest{Text: req.GetText(), Model: req.GetModel(), PermissionMode: req.GetPermissionMode(),
+		ClientID: req.GetClientId(), MaxTurns: int(req.GetMaxTurns())}
+	for i, im := range req.GetImages() {
+		if !promptImageTypes[im.GetMediaType()] {
+			return PromptRequest{}, invalidf("image %d: media type %q is not one of image/png, image/jpeg, image/gif, image/webp", i+1, im.GetMediaType())
+		}
+		if len(im.GetData()) == 0 || len(im.GetData()) > maxPromptImage {
+			return PromptRequest{}, invalidf("image %d: %d bytes; an image has 1 byte to 5 MB", i+1, len(im.GetData()))
+		}
+		out.Images = append(out.Images, PromptImage{MediaType: im.GetMediaType(), Data: im.GetData()})
+	}
+	return out, nil
 }
 
 // PromptAccepted says what became of a prompt.
@@ -55,16 +90,11 @@ func (a *agentService) Prompt(ctx context.Context, req *tacklev1.PromptRequest) 
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if err := checkMode(req.GetPermissionMode()); err != nil {
+	pr, err := promptFromProto(req)
+	if err != nil {
 		return nil, toStatus(err)
 	}
-	if req.GetMaxTurns() < 0 {
-		return nil, toStatus(invalidf("max_turns must not be negative"))
-	}
-	acc, err := a.s.opts.Agent.Prompt(sess, PromptRequest{
-		Text: req.GetText(), Model: req.GetModel(), PermissionMode: req.GetPermissionMode(),
-		ClientID: req.GetClientId(), MaxTurns: int(req.GetMaxTurns()),
-	})
+	acc, err := a.s.opts.Agent.Prompt(sess, pr)
 	if err != nil {
 		return nil, toStatus(err)
 	}

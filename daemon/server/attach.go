@@ -163,6 +163,9 @@ func (a *attachment) handle(m *tacklev1.ClientMessage) error {
 		err = a.cancel(msg.Cancel)
 	case *tacklev1.ClientMessage_PermissionAnswer:
 		err = a.answer(msg.PermissionAnswer)
+	case *tacklev1.ClientMessage_Prompt:
+		ref = msg.Prompt.GetRef()
+		err = a.prompt(msg.Prompt)
 	case *tacklev1.ClientMessage_EndTurn:
 		a.log.Debug("end of turn", "session", msg.EndTurn.GetSessionId())
 		if f := a.srv.opts.EndTurn; f != nil && msg.EndTurn.GetSessionId() != "" {
@@ -370,6 +373,32 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		log.Debug("batch done", "session", sess.ID(), "turn", turn.ID, "results", len(results))
 	}()
 	return nil
+}
+
+// prompt sends a prompt to the subscribed session's agent and answers
+// with PromptAccepted.
+func (a *attachment) prompt(req *tacklev1.PromptRequest) error {
+	if err := a.requireController("send prompts"); err != nil {
+		return err
+	}
+	if a.srv.opts.Agent == nil {
+		return codedf(codes.Unimplemented, "this daemon runs no agent")
+	}
+	if a.sess == nil || req.GetSessionId() != "" && a.sess.ID() != req.GetSessionId() {
+		return codedf(codes.FailedPrecondition, "subscribe to the session before sending it prompts")
+	}
+	pr, err := promptFromProto(req)
+	if err != nil {
+		return err
+	}
+	pr.ClientID = a.clientID
+	acc, err := a.srv.opts.Agent.Prompt(a.sess, pr)
+	if err != nil {
+		return err
+	}
+	return a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_PromptAccepted{PromptAccepted: &tacklev1.PromptAccepted{
+		Ref: req.GetRef(), PromptId: acc.PromptID, Queued: acc.Queued,
+	}}})
 }
 
 // inputFromProto turns input_json into the call's input. Empty means {};

@@ -128,97 +128,6 @@ func (x *CompactResponse) GetUsage() *Usage {
 	return nil
 }
 
-// PromptRequest is one prompt.
-type PromptRequest struct {
-	state     protoimpl.MessageState `protogen:"open.v1"`
-	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	// text is the prompt as the person typed it.
-	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
-	// model overrides the session's model for this prompt (an alias such as
-	// "sonnet" or a full id).
-	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
-	// permission_mode overrides the session's mode for this prompt's calls.
-	PermissionMode string `protobuf:"bytes,4,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
-	// max_turns bounds the model requests (0: the maxTurns setting, 100).
-	MaxTurns int32 `protobuf:"varint,5,opt,name=max_turns,json=maxTurns,proto3" json:"max_turns,omitempty"`
-	// client_id is the attached client sending it (for permission prompts).
-	ClientId      string `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PromptRequest) Reset() {
-	*x = PromptRequest{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PromptRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PromptRequest) ProtoMessage() {}
-
-func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
-func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *PromptRequest) GetSessionId() string {
-	if x != nil {
-		return x.SessionId
-	}
-	return ""
-}
-
-func (x *PromptRequest) GetText() string {
-	if x != nil {
-		return x.Text
-	}
-	return ""
-}
-
-func (x *PromptRequest) GetModel() string {
-	if x != nil {
-		return x.Model
-	}
-	return ""
-}
-
-func (x *PromptRequest) GetPermissionMode() string {
-	if x != nil {
-		return x.PermissionMode
-	}
-	return ""
-}
-
-func (x *PromptRequest) GetMaxTurns() int32 {
-	if x != nil {
-		return x.MaxTurns
-	}
-	return 0
-}
-
-func (x *PromptRequest) GetClientId() string {
-	if x != nil {
-		return x.ClientId
-	}
-	return ""
-}
-
 // PromptResponse says what became of a prompt.
 type PromptResponse struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -231,7 +140,7 @@ type PromptResponse struct {
 
 func (x *PromptResponse) Reset() {
 	*x = PromptResponse{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[3]
+	mi := &file_tackle_v1_agent_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -243,7 +152,7 @@ func (x *PromptResponse) String() string {
 func (*PromptResponse) ProtoMessage() {}
 
 func (x *PromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[3]
+	mi := &file_tackle_v1_agent_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -256,7 +165,7 @@ func (x *PromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptResponse.ProtoReflect.Descriptor instead.
 func (*PromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{3}
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *PromptResponse) GetPromptId() string {
@@ -285,7 +194,7 @@ type CancelPromptRequest struct {
 
 func (x *CancelPromptRequest) Reset() {
 	*x = CancelPromptRequest{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[4]
+	mi := &file_tackle_v1_agent_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +206,7 @@ func (x *CancelPromptRequest) String() string {
 func (*CancelPromptRequest) ProtoMessage() {}
 
 func (x *CancelPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[4]
+	mi := &file_tackle_v1_agent_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +219,7 @@ func (x *CancelPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPromptRequest.ProtoReflect.Descriptor instead.
 func (*CancelPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{4}
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CancelPromptRequest) GetSessionId() string {
@@ -337,7 +246,7 @@ type CancelPromptResponse struct {
 
 func (x *CancelPromptResponse) Reset() {
 	*x = CancelPromptResponse{}
-	mi := &file_tackle_v1_agent_proto_msgTypes[5]
+	mi := &file_tackle_v1_agent_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -349,7 +258,7 @@ func (x *CancelPromptResponse) String() string {
 func (*CancelPromptResponse) ProtoMessage() {}
 
 func (x *CancelPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_agent_proto_msgTypes[5]
+	mi := &file_tackle_v1_agent_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -362,7 +271,7 @@ func (x *CancelPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelPromptResponse.ProtoReflect.Descriptor instead.
 func (*CancelPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{5}
+	return file_tackle_v1_agent_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CancelPromptResponse) GetCancelled() bool {
@@ -383,15 +292,7 @@ const file_tackle_v1_agent_proto_rawDesc = "" +
 	"\finstructions\x18\x02 \x01(\tR\finstructions\"S\n" +
 	"\x0fCompactResponse\x12\x18\n" +
 	"\asummary\x18\x01 \x01(\tR\asummary\x12&\n" +
-	"\x05usage\x18\x02 \x01(\v2\x10.tackle.v1.UsageR\x05usage\"\xbb\x01\n" +
-	"\rPromptRequest\x12\x1d\n" +
-	"\n" +
-	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
-	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
-	"\x05model\x18\x03 \x01(\tR\x05model\x12'\n" +
-	"\x0fpermission_mode\x18\x04 \x01(\tR\x0epermissionMode\x12\x1b\n" +
-	"\tmax_turns\x18\x05 \x01(\x05R\bmaxTurns\x12\x1b\n" +
-	"\tclient_id\x18\x06 \x01(\tR\bclientId\"E\n" +
+	"\x05usage\x18\x02 \x01(\v2\x10.tackle.v1.UsageR\x05usage\"E\n" +
 	"\x0ePromptResponse\x12\x1b\n" +
 	"\tprompt_id\x18\x01 \x01(\tR\bpromptId\x12\x16\n" +
 	"\x06queued\x18\x02 \x01(\bR\x06queued\"Q\n" +
@@ -418,23 +319,23 @@ func file_tackle_v1_agent_proto_rawDescGZIP() []byte {
 	return file_tackle_v1_agent_proto_rawDescData
 }
 
-var file_tackle_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_tackle_v1_agent_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_tackle_v1_agent_proto_goTypes = []any{
 	(*CompactRequest)(nil),       // 0: tackle.v1.CompactRequest
 	(*CompactResponse)(nil),      // 1: tackle.v1.CompactResponse
-	(*PromptRequest)(nil),        // 2: tackle.v1.PromptRequest
-	(*PromptResponse)(nil),       // 3: tackle.v1.PromptResponse
-	(*CancelPromptRequest)(nil),  // 4: tackle.v1.CancelPromptRequest
-	(*CancelPromptResponse)(nil), // 5: tackle.v1.CancelPromptResponse
-	(*Usage)(nil),                // 6: tackle.v1.Usage
+	(*PromptResponse)(nil),       // 2: tackle.v1.PromptResponse
+	(*CancelPromptRequest)(nil),  // 3: tackle.v1.CancelPromptRequest
+	(*CancelPromptResponse)(nil), // 4: tackle.v1.CancelPromptResponse
+	(*Usage)(nil),                // 5: tackle.v1.Usage
+	(*PromptRequest)(nil),        // 6: tackle.v1.PromptRequest
 }
 var file_tackle_v1_agent_proto_depIdxs = []int32{
-	6, // 0: tackle.v1.CompactResponse.usage:type_name -> tackle.v1.Usage
-	2, // 1: tackle.v1.AgentService.Prompt:input_type -> tackle.v1.PromptRequest
-	4, // 2: tackle.v1.AgentService.CancelPrompt:input_type -> tackle.v1.CancelPromptRequest
+	5, // 0: tackle.v1.CompactResponse.usage:type_name -> tackle.v1.Usage
+	6, // 1: tackle.v1.AgentService.Prompt:input_type -> tackle.v1.PromptRequest
+	3, // 2: tackle.v1.AgentService.CancelPrompt:input_type -> tackle.v1.CancelPromptRequest
 	0, // 3: tackle.v1.AgentService.Compact:input_type -> tackle.v1.CompactRequest
-	3, // 4: tackle.v1.AgentService.Prompt:output_type -> tackle.v1.PromptResponse
-	5, // 5: tackle.v1.AgentService.CancelPrompt:output_type -> tackle.v1.CancelPromptResponse
+	2, // 4: tackle.v1.AgentService.Prompt:output_type -> tackle.v1.PromptResponse
+	4, // 5: tackle.v1.AgentService.CancelPrompt:output_type -> tackle.v1.CancelPromptResponse
 	1, // 6: tackle.v1.AgentService.Compact:output_type -> tackle.v1.CompactResponse
 	4, // [4:7] is the sub-list for method output_type
 	1, // [1:4] is the sub-list for method input_type
@@ -455,7 +356,7 @@ func file_tackle_v1_agent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_agent_proto_rawDesc), len(file_tackle_v1_agent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

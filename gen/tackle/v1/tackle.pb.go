@@ -195,6 +195,7 @@ type ClientMessage struct {
 	//	*ClientMessage_Cancel
 	//	*ClientMessage_PermissionAnswer
 	//	*ClientMessage_EndTurn
+	//	*ClientMessage_Prompt
 	Msg           isClientMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -291,6 +292,15 @@ func (x *ClientMessage) GetEndTurn() *EndTurn {
 	return nil
 }
 
+func (x *ClientMessage) GetPrompt() *PromptRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_Prompt); ok {
+			return x.Prompt
+		}
+	}
+	return nil
+}
+
 type isClientMessage_Msg interface {
 	isClientMessage_Msg()
 }
@@ -319,6 +329,12 @@ type ClientMessage_EndTurn struct {
 	EndTurn *EndTurn `protobuf:"bytes,6,opt,name=end_turn,json=endTurn,proto3,oneof"`
 }
 
+type ClientMessage_Prompt struct {
+	// prompt sends a prompt to the subscribed session's agent, as
+	// AgentService.Prompt does; PromptAccepted answers it.
+	Prompt *PromptRequest `protobuf:"bytes,7,opt,name=prompt,proto3,oneof"`
+}
+
 func (*ClientMessage_Hello) isClientMessage_Msg() {}
 
 func (*ClientMessage_Subscribe) isClientMessage_Msg() {}
@@ -331,6 +347,8 @@ func (*ClientMessage_PermissionAnswer) isClientMessage_Msg() {}
 
 func (*ClientMessage_EndTurn) isClientMessage_Msg() {}
 
+func (*ClientMessage_Prompt) isClientMessage_Msg() {}
+
 // ServerMessage is one message from the daemon on the Attach stream.
 type ServerMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -341,6 +359,7 @@ type ServerMessage struct {
 	//	*ServerMessage_Event
 	//	*ServerMessage_BatchAccepted
 	//	*ServerMessage_Error
+	//	*ServerMessage_PromptAccepted
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -428,6 +447,15 @@ func (x *ServerMessage) GetError() *StreamError {
 	return nil
 }
 
+func (x *ServerMessage) GetPromptAccepted() *PromptAccepted {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_PromptAccepted); ok {
+			return x.PromptAccepted
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -452,6 +480,10 @@ type ServerMessage_Error struct {
 	Error *StreamError `protobuf:"bytes,5,opt,name=error,proto3,oneof"`
 }
 
+type ServerMessage_PromptAccepted struct {
+	PromptAccepted *PromptAccepted `protobuf:"bytes,6,opt,name=prompt_accepted,json=promptAccepted,proto3,oneof"`
+}
+
 func (*ServerMessage_Welcome) isServerMessage_Msg() {}
 
 func (*ServerMessage_Snapshot) isServerMessage_Msg() {}
@@ -461,6 +493,8 @@ func (*ServerMessage_Event) isServerMessage_Msg() {}
 func (*ServerMessage_BatchAccepted) isServerMessage_Msg() {}
 
 func (*ServerMessage_Error) isServerMessage_Msg() {}
+
+func (*ServerMessage_PromptAccepted) isServerMessage_Msg() {}
 
 // Hello must be the first message of a stream.
 type Hello struct {
@@ -7434,25 +7468,254 @@ func (x *RenderSkillResponse) GetEffort() string {
 	return ""
 }
 
+// PromptRequest is one prompt.
+type PromptRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// text is the prompt as the person typed it.
+	Text string `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// model overrides the session's model for this prompt (an alias such as
+	// "sonnet" or a full id).
+	Model string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// permission_mode overrides the session's mode for this prompt's calls.
+	PermissionMode string `protobuf:"bytes,4,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
+	// max_turns bounds the model requests (0: the maxTurns setting, 100).
+	MaxTurns int32 `protobuf:"varint,5,opt,name=max_turns,json=maxTurns,proto3" json:"max_turns,omitempty"`
+	// client_id is the attached client sending it (for permission prompts).
+	// On the Attach stream it is the stream's client.
+	ClientId string `protobuf:"bytes,6,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	// ref is echoed in the PromptAccepted of a prompt sent on the Attach
+	// stream.
+	Ref string `protobuf:"bytes,7,opt,name=ref,proto3" json:"ref,omitempty"`
+	// images go with the text (base64 data of PNG, JPEG, GIF or WebP).
+	Images        []*PromptImage `protobuf:"bytes,8,rep,name=images,proto3" json:"images,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptRequest) Reset() {
+	*x = PromptRequest{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptRequest) ProtoMessage() {}
+
+func (x *PromptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
+func (*PromptRequest) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
+}
+
+func (x *PromptRequest) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *PromptRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *PromptRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *PromptRequest) GetPermissionMode() string {
+	if x != nil {
+		return x.PermissionMode
+	}
+	return ""
+}
+
+func (x *PromptRequest) GetMaxTurns() int32 {
+	if x != nil {
+		return x.MaxTurns
+	}
+	return 0
+}
+
+func (x *PromptRequest) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *PromptRequest) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+func (x *PromptRequest) GetImages() []*PromptImage {
+	if x != nil {
+		return x.Images
+	}
+	return nil
+}
+
+// PromptImage is an image of a prompt.
+type PromptImage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// media_type is image/png, image/jpeg, image/gif or image/webp.
+	MediaType     string `protobuf:"bytes,1,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	Data          []byte `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptImage) Reset() {
+	*x = PromptImage{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptImage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptImage) ProtoMessage() {}
+
+func (x *PromptImage) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptImage.ProtoReflect.Descriptor instead.
+func (*PromptImage) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
+}
+
+func (x *PromptImage) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *PromptImage) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// PromptAccepted answers a prompt sent on the Attach stream.
+type PromptAccepted struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Ref      string                 `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
+	PromptId string                 `protobuf:"bytes,2,opt,name=prompt_id,json=promptId,proto3" json:"prompt_id,omitempty"`
+	// queued is set when another prompt runs: this one joins it.
+	Queued        bool `protobuf:"varint,3,opt,name=queued,proto3" json:"queued,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PromptAccepted) Reset() {
+	*x = PromptAccepted{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PromptAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PromptAccepted) ProtoMessage() {}
+
+func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PromptAccepted.ProtoReflect.Descriptor instead.
+func (*PromptAccepted) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
+}
+
+func (x *PromptAccepted) GetRef() string {
+	if x != nil {
+		return x.Ref
+	}
+	return ""
+}
+
+func (x *PromptAccepted) GetPromptId() string {
+	if x != nil {
+		return x.PromptId
+	}
+	return ""
+}
+
+func (x *PromptAccepted) GetQueued() bool {
+	if x != nil {
+		return x.Queued
+	}
+	return false
+}
+
 var File_tackle_v1_tackle_proto protoreflect.FileDescriptor
 
 const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
-	"\x16tackle/v1/tackle.proto\x12\ttackle.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd4\x02\n" +
+	"\x16tackle/v1/tackle.proto\x12\ttackle.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x88\x03\n" +
 	"\rClientMessage\x12(\n" +
 	"\x05hello\x18\x01 \x01(\v2\x10.tackle.v1.HelloH\x00R\x05hello\x124\n" +
 	"\tsubscribe\x18\x02 \x01(\v2\x14.tackle.v1.SubscribeH\x00R\tsubscribe\x122\n" +
 	"\trun_batch\x18\x03 \x01(\v2\x13.tackle.v1.RunBatchH\x00R\brunBatch\x12+\n" +
 	"\x06cancel\x18\x04 \x01(\v2\x11.tackle.v1.CancelH\x00R\x06cancel\x12J\n" +
 	"\x11permission_answer\x18\x05 \x01(\v2\x1b.tackle.v1.PermissionAnswerH\x00R\x10permissionAnswer\x12/\n" +
-	"\bend_turn\x18\x06 \x01(\v2\x12.tackle.v1.EndTurnH\x00R\aendTurnB\x05\n" +
-	"\x03msg\"\x96\x02\n" +
+	"\bend_turn\x18\x06 \x01(\v2\x12.tackle.v1.EndTurnH\x00R\aendTurn\x122\n" +
+	"\x06prompt\x18\a \x01(\v2\x18.tackle.v1.PromptRequestH\x00R\x06promptB\x05\n" +
+	"\x03msg\"\xdc\x02\n" +
 	"\rServerMessage\x12.\n" +
 	"\awelcome\x18\x01 \x01(\v2\x12.tackle.v1.WelcomeH\x00R\awelcome\x121\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x13.tackle.v1.SnapshotH\x00R\bsnapshot\x12(\n" +
 	"\x05event\x18\x03 \x01(\v2\x10.tackle.v1.EventH\x00R\x05event\x12A\n" +
 	"\x0ebatch_accepted\x18\x04 \x01(\v2\x18.tackle.v1.BatchAcceptedH\x00R\rbatchAccepted\x12.\n" +
-	"\x05error\x18\x05 \x01(\v2\x16.tackle.v1.StreamErrorH\x00R\x05errorB\x05\n" +
+	"\x05error\x18\x05 \x01(\v2\x16.tackle.v1.StreamErrorH\x00R\x05error\x12D\n" +
+	"\x0fprompt_accepted\x18\x06 \x01(\v2\x19.tackle.v1.PromptAcceptedH\x00R\x0epromptAcceptedB\x05\n" +
 	"\x03msg\"x\n" +
 	"\x05Hello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
@@ -8023,7 +8286,25 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
 	"\rallowed_tools\x18\x02 \x03(\tR\fallowedTools\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x16\n" +
-	"\x06effort\x18\x04 \x01(\tR\x06effort*D\n" +
+	"\x06effort\x18\x04 \x01(\tR\x06effort\"\xfd\x01\n" +
+	"\rPromptRequest\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12'\n" +
+	"\x0fpermission_mode\x18\x04 \x01(\tR\x0epermissionMode\x12\x1b\n" +
+	"\tmax_turns\x18\x05 \x01(\x05R\bmaxTurns\x12\x1b\n" +
+	"\tclient_id\x18\x06 \x01(\tR\bclientId\x12\x10\n" +
+	"\x03ref\x18\a \x01(\tR\x03ref\x12.\n" +
+	"\x06images\x18\b \x03(\v2\x16.tackle.v1.PromptImageR\x06images\"@\n" +
+	"\vPromptImage\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x12\n" +
+	"\x04data\x18\x02 \x01(\fR\x04data\"W\n" +
+	"\x0ePromptAccepted\x12\x10\n" +
+	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x1b\n" +
+	"\tprompt_id\x18\x02 \x01(\tR\bpromptId\x12\x16\n" +
+	"\x06queued\x18\x03 \x01(\bR\x06queued*D\n" +
 	"\x04Role\x12\x14\n" +
 	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fROLE_CONTROLLER\x10\x01\x12\x11\n" +
@@ -8088,7 +8369,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 103)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -8195,8 +8476,11 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*GetSkillResponse)(nil),               // 102: tackle.v1.GetSkillResponse
 	(*RenderSkillRequest)(nil),             // 103: tackle.v1.RenderSkillRequest
 	(*RenderSkillResponse)(nil),            // 104: tackle.v1.RenderSkillResponse
-	nil,                                    // 105: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 106: google.protobuf.Timestamp
+	(*PromptRequest)(nil),                  // 105: tackle.v1.PromptRequest
+	(*PromptImage)(nil),                    // 106: tackle.v1.PromptImage
+	(*PromptAccepted)(nil),                 // 107: tackle.v1.PromptAccepted
+	nil,                                    // 108: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 109: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -8205,141 +8489,144 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	11,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
 	12,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
 	13,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
-	6,   // 6: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
-	16,  // 7: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	26,  // 8: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
-	10,  // 9: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
-	14,  // 10: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
-	0,   // 11: tackle.v1.Hello.role:type_name -> tackle.v1.Role
-	0,   // 12: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
-	8,   // 13: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
-	1,   // 14: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
-	2,   // 15: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	106, // 16: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	106, // 17: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	15,  // 18: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	22,  // 19: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	19,  // 20: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	18,  // 21: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	17,  // 22: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	27,  // 23: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
-	27,  // 24: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
-	106, // 25: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	106, // 26: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	20,  // 27: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	106, // 28: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	23,  // 29: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	2,   // 30: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	106, // 31: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,   // 32: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	21,  // 33: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	22,  // 34: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	24,  // 35: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15,  // 36: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	18,  // 37: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	25,  // 38: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	27,  // 39: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
-	29,  // 40: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
-	30,  // 41: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
-	28,  // 42: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
-	15,  // 43: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15,  // 44: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15,  // 45: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	39,  // 46: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	40,  // 47: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12,  // 48: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	18,  // 49: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	18,  // 50: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	18,  // 51: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	22,  // 52: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	58,  // 53: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	59,  // 54: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	58,  // 55: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	58,  // 56: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	62,  // 57: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	63,  // 58: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	17,  // 59: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	106, // 60: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	66,  // 61: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	106, // 62: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	74,  // 63: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	75,  // 64: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	74,  // 65: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	88,  // 66: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	89,  // 67: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	105, // 68: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	20,  // 69: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	93,  // 70: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	97,  // 71: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	98,  // 72: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	97,  // 73: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	3,   // 74: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	31,  // 75: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	33,  // 76: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	35,  // 77: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	37,  // 78: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	41,  // 79: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	43,  // 80: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	45,  // 81: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	47,  // 82: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	49,  // 83: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	51,  // 84: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	53,  // 85: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	55,  // 86: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	57,  // 87: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	61,  // 88: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	65,  // 89: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	68,  // 90: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	70,  // 91: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	72,  // 92: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	76,  // 93: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	78,  // 94: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	80,  // 95: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	82,  // 96: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	84,  // 97: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	86,  // 98: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	90,  // 99: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	92,  // 100: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	95,  // 101: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	99,  // 102: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	101, // 103: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	103, // 104: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 105: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	32,  // 106: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	34,  // 107: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	36,  // 108: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	38,  // 109: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	42,  // 110: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	44,  // 111: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	46,  // 112: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	48,  // 113: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	50,  // 114: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	52,  // 115: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	54,  // 116: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	56,  // 117: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	60,  // 118: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	64,  // 119: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	67,  // 120: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	69,  // 121: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	71,  // 122: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	73,  // 123: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	77,  // 124: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	79,  // 125: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	81,  // 126: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	83,  // 127: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	85,  // 128: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	87,  // 129: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	91,  // 130: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	94,  // 131: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	96,  // 132: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	100, // 133: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	102, // 134: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	104, // 135: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	105, // [105:136] is the sub-list for method output_type
-	74,  // [74:105] is the sub-list for method input_type
-	74,  // [74:74] is the sub-list for extension type_name
-	74,  // [74:74] is the sub-list for extension extendee
-	0,   // [0:74] is the sub-list for field type_name
+	105, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
+	6,   // 7: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
+	16,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
+	26,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	10,  // 10: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
+	14,  // 11: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
+	107, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
+	0,   // 13: tackle.v1.Hello.role:type_name -> tackle.v1.Role
+	0,   // 14: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
+	8,   // 15: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
+	1,   // 16: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
+	2,   // 17: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
+	109, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	109, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	15,  // 20: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
+	22,  // 21: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	19,  // 22: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	18,  // 23: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	17,  // 24: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	27,  // 25: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	27,  // 26: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	109, // 27: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	109, // 28: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	20,  // 29: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	109, // 30: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	23,  // 31: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	2,   // 32: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	109, // 33: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,   // 34: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	21,  // 35: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	22,  // 36: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	24,  // 37: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15,  // 38: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	18,  // 39: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	25,  // 40: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	27,  // 41: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	29,  // 42: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	30,  // 43: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	28,  // 44: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	15,  // 45: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15,  // 46: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15,  // 47: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	39,  // 48: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	40,  // 49: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12,  // 50: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	18,  // 51: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	18,  // 52: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	18,  // 53: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	22,  // 54: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	58,  // 55: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	59,  // 56: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	58,  // 57: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	58,  // 58: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	62,  // 59: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	63,  // 60: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	17,  // 61: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	109, // 62: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	66,  // 63: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	109, // 64: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	74,  // 65: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	75,  // 66: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	74,  // 67: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	88,  // 68: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	89,  // 69: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	108, // 70: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	20,  // 71: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	93,  // 72: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	97,  // 73: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	98,  // 74: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	97,  // 75: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	106, // 76: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 77: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	31,  // 78: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	33,  // 79: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	35,  // 80: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	37,  // 81: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	41,  // 82: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	43,  // 83: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	45,  // 84: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	47,  // 85: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	49,  // 86: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	51,  // 87: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	53,  // 88: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	55,  // 89: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	57,  // 90: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	61,  // 91: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	65,  // 92: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	68,  // 93: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	70,  // 94: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	72,  // 95: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	76,  // 96: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	78,  // 97: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	80,  // 98: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	82,  // 99: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	84,  // 100: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	86,  // 101: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	90,  // 102: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	92,  // 103: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	95,  // 104: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	99,  // 105: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	101, // 106: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	103, // 107: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 108: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	32,  // 109: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	34,  // 110: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	36,  // 111: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	38,  // 112: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	42,  // 113: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	44,  // 114: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	46,  // 115: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	48,  // 116: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	50,  // 117: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	52,  // 118: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	54,  // 119: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	56,  // 120: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	60,  // 121: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	64,  // 122: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	67,  // 123: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	69,  // 124: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	71,  // 125: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	73,  // 126: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	77,  // 127: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	79,  // 128: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	81,  // 129: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	83,  // 130: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	85,  // 131: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	87,  // 132: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	91,  // 133: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	94,  // 134: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	96,  // 135: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	100, // 136: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	102, // 137: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	104, // 138: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	108, // [108:139] is the sub-list for method output_type
+	77,  // [77:108] is the sub-list for method input_type
+	77,  // [77:77] is the sub-list for extension type_name
+	77,  // [77:77] is the sub-list for extension extendee
+	0,   // [0:77] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -8354,6 +8641,7 @@ func file_tackle_v1_tackle_proto_init() {
 		(*ClientMessage_Cancel)(nil),
 		(*ClientMessage_PermissionAnswer)(nil),
 		(*ClientMessage_EndTurn)(nil),
+		(*ClientMessage_Prompt)(nil),
 	}
 	file_tackle_v1_tackle_proto_msgTypes[1].OneofWrappers = []any{
 		(*ServerMessage_Welcome)(nil),
@@ -8361,6 +8649,7 @@ func file_tackle_v1_tackle_proto_init() {
 		(*ServerMessage_Event)(nil),
 		(*ServerMessage_BatchAccepted)(nil),
 		(*ServerMessage_Error)(nil),
+		(*ServerMessage_PromptAccepted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -8368,7 +8657,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   103,
+			NumMessages:   106,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
