@@ -496,3 +496,46 @@ func TestPromptOnAttachWithImage(t *testing.T) {
 		t.Errorf("a TIFF: %v", err)
 	}
 }
+
+// Cancel while a tool runs: the call ends cancelled, the prompt ends
+// cancelled, and the next prompt's request is valid (every tool_use has
+// its result).
+func TestPromptCancelMidTool(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, _ := agentSession(t, d, fm)
+	fm.SetScript(fakemodel.Turns(fakemodel.Call("Bash", map[string]any{"command": "sleep 30"}), fakemodel.Say("Fine.")))
+	s := attach(t, d, id)
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "wait", PermissionMode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if e := s.recv().GetEvent(); e.GetType() == "call_state" && e.GetState() == "running" {
+			break
+		}
+	}
+	if _, err := tacklev1.NewAgentServiceClient(d.Conn()).CancelPrompt(context.Background(), &tacklev1.CancelPromptRequest{SessionId: id, PromptId: resp.GetPromptId()}); err != nil {
+		t.Fatal(err)
+	}
+	var result *tacklev1.ToolResult
+	for {
+		e := s.recv().GetEvent()
+		if e.GetType() == "call_result" {
+			result = e.GetResult()
+		}
+		if e.GetType() == "prompt_ended" && e.GetPrompt().GetId() == resp.GetPromptId() {
+			if e.GetPrompt().GetStopReason() != "cancelled" {
+				t.Errorf("prompt ended %+v", e.GetPrompt())
+			}
+			break
+		}
+	}
+	if result.GetStatus() != "cancelled" {
+		t.Errorf("the running call ended %v", result)
+	}
+	p, _ := promptAndWait(t, d, s, "never mind")
+	if p.GetStopReason() != "end_turn" {
+		t.Fatalf("the next prompt: %+v (the fake server rejects a tool_use without its result)", p)
+	}
+}
