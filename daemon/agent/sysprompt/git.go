@@ -1,7 +1,6 @@
 package sysprompt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tackle-agent/tackle/internal/gitconfig"
 	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
@@ -197,48 +197,13 @@ var lfsFilters = map[string]bool{
 // status run a program ("section.sub.key", lower case), or "". The
 // fsmonitor hook is not one (GitStatus turns it off).
 func statusHazard(data []byte) string {
-	section, sub := "", ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), len(data)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				return "a malformed section header"
-			}
-			head := line[1:end]
-			section, sub = head, ""
-			if i := strings.IndexAny(head, " \t"); i >= 0 {
-				section, sub = head[:i], strings.Trim(strings.TrimSpace(head[i:]), `"`)
-			} else if i := strings.IndexByte(head, '.'); i >= 0 { // [section.sub], the old syntax
-				section, sub = head[:i], head[i+1:]
-			}
-			section = strings.ToLower(section)
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
-		}
-		k, value, _ := strings.Cut(line, "=")
-		k = strings.ToLower(strings.TrimSpace(k))
-		value = strings.Trim(strings.TrimSpace(value), `"`)
-		hazard := false
-		switch section {
+	return gitconfig.First(data, func(e gitconfig.Entry) bool {
+		switch e.Section {
 		case "include", "includeif":
-			hazard = k == "path" // a file not read here
+			return e.Key == "path" // a file not read here
 		case "filter":
-			hazard = (k == "clean" || k == "smudge" || k == "process") && !lfsFilters[value]
+			return (e.Key == "clean" || e.Key == "smudge" || e.Key == "process") && !lfsFilters[e.Value]
 		}
-		if hazard {
-			if sub != "" {
-				return section + "." + strings.ToLower(sub) + "." + k
-			}
-			return section + "." + k
-		}
-	}
-	return ""
+		return false
+	})
 }

@@ -1,14 +1,13 @@
 package shell
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/tackle-agent/tackle/internal/gitconfig"
 	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
@@ -116,43 +115,9 @@ func (c *gitConfigCache) hazard(path string) string {
 // read-only git command run a program ("section.key" or
 // "section.sub.key", lower case), or "".
 func configHazard(data []byte) string {
-	section, sub := "", ""
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 4096), len(data)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' || line[0] == ';' {
-			continue
-		}
-		if line[0] == '[' {
-			end := strings.IndexByte(line, ']')
-			if end < 0 {
-				return "a malformed section header"
-			}
-			head := line[1:end]
-			section, sub = head, ""
-			if i := strings.IndexAny(head, " \t"); i >= 0 {
-				section, sub = head[:i], strings.Trim(strings.TrimSpace(head[i:]), `"`)
-			} else if i := strings.IndexByte(head, '.'); i >= 0 { // [section.sub] (old syntax)
-				section, sub = head[:i], head[i+1:]
-			}
-			section = strings.ToLower(section)
-			line = strings.TrimSpace(line[end+1:])
-			if line == "" {
-				continue
-			}
-		}
-		key, value, _ := strings.Cut(line, "=")
-		key = strings.ToLower(strings.TrimSpace(key))
-		value = strings.ToLower(strings.Trim(strings.TrimSpace(value), `"`))
-		if hazardKey(section, sub, key, value) {
-			if sub != "" {
-				return section + "." + strings.ToLower(sub) + "." + key
-			}
-			return section + "." + key
-		}
-	}
-	return ""
+	return gitconfig.First(data, func(e gitconfig.Entry) bool {
+		return hazardKey(e.Section, e.Sub, e.Key, strings.ToLower(e.Value))
+	})
 }
 
 // hazardKey reports whether section[.sub].key = value runs a program
