@@ -47,6 +47,7 @@ deps: ## install what the tests need (ripgrep, fd-find as oracles; the npm MCP p
 
 test: deps tools ## run every test (unit, daemon, CLI, integration), then the fuzz targets for a bounded time
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd internal/modeloracle && $(GO) test -race -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz
 
 FUZZTIME ?= 20s
