@@ -135,21 +135,13 @@ func (p *prompts) run(sess *session.Session, r *runningPrompt, req server.Prompt
 			cancel()
 		}
 		p.mu.Unlock()
-		p.runOne(ctx, sess, r, req)
+		last := p.runOne(ctx, sess, r, req)
 		cancel()
-		p.mu.Lock()
-		if len(r.queue) == 0 || p.stopping {
-			left := r.queue
-			r.queue = nil
-			delete(p.running, sess.ID())
-			p.mu.Unlock()
-			for _, q := range left {
-				p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: &event.Prompt{ID: q.id, ClientID: q.req.ClientID,
-					StopReason: agent.StopCancelled, Error: "tackled stopped before this queued prompt ran"}})
-			}
+		if last {
 			return
 		}
 		// Prompts queued after the loop's last request: the next prompt.
+		p.mu.Lock()
 		next := r.queue
 		r.queue = nil
 		req = next[0].req
@@ -183,8 +175,10 @@ func (p *prompts) Snapshot(sessionID string) (*event.Prompt, string, []*event.Pr
 	return &info, r.partial.String(), queued
 }
 
-// runOne runs one prompt's loop to its end and records it.
-func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningPrompt, req server.PromptRequest) {
+// runOne runs one prompt's loop to its end and records it. last reports
+// that no prompt waits (the session is idle again); otherwise run goes on
+// with the queue.
+func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningPrompt, req server.PromptRequest) (last bool) {
 	started := time.Now()
 	history := p.conversation(sess)
 	user := model.Message{Role: model.RoleUser, Content: promptBlocks(req)}
@@ -198,16 +192,27 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 		if err != nil {
 			e.Error = err.Error()
 		}
-		p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: e})
-		// The queued prompts it took in end with it (their clients wait).
+		// The session is idle before its clients hear the prompt ended, so
+		// a prompt sent right after starts (and Compact works) at once.
 		p.mu.Lock()
 		joined := r.joined
 		r.joined = nil
+		var left []queuedPrompt
+		if last = len(r.queue) == 0 || p.stopping; last {
+			left, r.queue = r.queue, nil
+			delete(p.running, sess.ID())
+		}
 		p.mu.Unlock()
+		p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: e})
+		// The queued prompts it took in end with it (their clients wait).
 		for _, q := range joined {
 			je := *e
 			je.ID, je.ClientID = q.id, q.req.ClientID
 			p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: &je})
+		}
+		for _, q := range left {
+			p.appendEvent(sess, &event.Event{Type: event.PromptEnded, Prompt: &event.Prompt{ID: q.id, ClientID: q.req.ClientID,
+				StopReason: agent.StopCancelled, Error: "tackled stopped before this queued prompt ran"}})
 		}
 		p.d.log.Debug("prompt ended", "session", sess.ID(), "prompt", r.id, "stop", out.StopReason, "requests", out.Requests, "took", time.Since(started))
 	}
@@ -292,6 +297,7 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	p.usage[sess.ID()] = out.LastUsage
 	p.mu.Unlock()
 	end(out, out.Err)
+	return last
 }
 
 // defaultAutoCompactPercent is the share of the context window past which
