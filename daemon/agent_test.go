@@ -539,3 +539,26 @@ func TestPromptCancelMidTool(t *testing.T) {
 		t.Fatalf("the next prompt: %+v (the fake server rejects a tool_use without its result)", p)
 	}
 }
+
+// File references are read through the pipeline as the person's Read
+// calls: the content joins the prompt; a denied file says why, unread.
+func TestPromptFileReferences(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test", Script: fakemodel.Turns(fakemodel.Say("Seen."))})
+	id, dir := agentSession(t, d, fm)
+	writeFile(t, filepath.Join(dir, "notes.txt"), "remember the milk\n")
+	writeFile(t, filepath.Join(dir, "secrets", "k"), "hunter2\n")
+	writeFile(t, filepath.Join(dir, ".claude", "settings.json"), `{"permissions":{"deny":["Read(./secrets/**)"]}}`)
+	s := attach(t, d, id)
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "look", Files: []string{"notes.txt", "secrets/k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := s.waitEvent("prompt_ended", resp.GetPromptId()).GetPrompt(); p.GetStopReason() != "end_turn" {
+		t.Fatalf("prompt ended %+v", p)
+	}
+	b := mustJSON(t, fm.Requests()[0].Anthropic.Messages)
+	if !strings.Contains(b, "remember the milk") || !strings.Contains(b, `not read`) || strings.Contains(b, "hunter2") {
+		t.Errorf("the prompt's files: %s", b)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -182,6 +183,7 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	started := time.Now()
 	history := p.conversation(sess)
 	user := model.Message{Role: model.RoleUser, Content: promptBlocks(req)}
+	user.Content = append(user.Content, p.fileBlocks(ctx, sess, req)...)
 	p.mu.Lock()
 	info := r.info
 	p.mu.Unlock()
@@ -377,6 +379,40 @@ func promptBlocks(req server.PromptRequest) []model.Block {
 	out := []model.Block{{Type: model.BlockText, Text: req.Text}}
 	for _, im := range req.Images {
 		out = append(out, model.Block{Type: model.BlockImage, MediaType: im.MediaType, Source: base64.StdEncoding.EncodeToString(im.Data)})
+	}
+	return out
+}
+
+// fileBlocks reads a prompt's file references as the person's Read calls
+// through the pipeline (events, deny rules, permission prompts) and
+// returns them as text blocks; a file that cannot be read says why.
+func (p *prompts) fileBlocks(ctx context.Context, sess *session.Session, req server.PromptRequest) []model.Block {
+	if len(req.Files) == 0 {
+		return nil
+	}
+	t := dispatch.Turn{ClientID: req.ClientID, PermissionMode: req.PermissionMode}
+	if t.PermissionMode == "" {
+		t.ResolveMode = func() string { return p.d.perms.effectiveMode(sess, "") }
+	}
+	for i, f := range req.Files {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(sess.Cwd(), f)
+		}
+		in, _ := json.Marshal(map[string]string{"file_path": f})
+		t.Calls = append(t.Calls, event.CallInfo{ID: fmt.Sprintf("file_%d", i+1), Name: "Read", Input: in})
+	}
+	var out []model.Block
+	for i, r := range p.d.disp.RunTurn(ctx, sess, t) {
+		var b strings.Builder
+		for _, c := range r.Content {
+			b.WriteString(c.Text)
+		}
+		path := req.Files[i]
+		if r.IsError {
+			out = append(out, model.Block{Type: model.BlockText, Text: fmt.Sprintf("<file path=%q>(not read: %s)</file>", path, strings.TrimSpace(b.String()))})
+			continue
+		}
+		out = append(out, model.Block{Type: model.BlockText, Text: fmt.Sprintf("<file path=%q>\n%s\n</file>", path, b.String())})
 	}
 	return out
 }

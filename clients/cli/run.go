@@ -20,6 +20,7 @@ type runFlags struct {
 	mode     string
 	maxTurns int32
 	asJSON   bool
+	files    []string
 }
 
 func (a *app) runCommand() *cobra.Command {
@@ -65,6 +66,7 @@ turn, 1 for any other stop (an error, max_tokens, max_turns, cancelled),
 	cmd.Flags().StringVar(&f.mode, "permission-mode", "", "permission mode for the prompt's tool calls")
 	cmd.Flags().Int32Var(&f.maxTurns, "max-turns", 0, "the most model requests (0: the maxTurns setting, 100)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print every event as a JSON line, and the outcome last")
+	cmd.Flags().StringArrayVar(&f.files, "file", nil, "a file whose content goes with the prompt (read through the pipeline as a Read call; repeatable)")
 	return cmd
 }
 
@@ -90,7 +92,7 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 		return err
 	}
 	resp, err := c.Prompt(ctx, &tacklev1.PromptRequest{
-		SessionId: sid, Text: text, Model: f.model, PermissionMode: f.mode, MaxTurns: f.maxTurns,
+		SessionId: sid, Text: text, Model: f.model, PermissionMode: f.mode, MaxTurns: f.maxTurns, Files: f.files,
 		ClientId: s.Welcome().GetClientId(),
 	})
 	if err != nil {

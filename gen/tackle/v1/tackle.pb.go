@@ -7488,7 +7488,11 @@ type PromptRequest struct {
 	// stream.
 	Ref string `protobuf:"bytes,7,opt,name=ref,proto3" json:"ref,omitempty"`
 	// images go with the text (base64 data of PNG, JPEG, GIF or WebP).
-	Images        []*PromptImage `protobuf:"bytes,8,rep,name=images,proto3" json:"images,omitempty"`
+	Images []*PromptImage `protobuf:"bytes,8,rep,name=images,proto3" json:"images,omitempty"`
+	// files are file references (`@path` in Claude Code): each is read
+	// through the pipeline as a Read call of the person's (deny rules and
+	// the permission stage apply) and its content joins the prompt.
+	Files         []string `protobuf:"bytes,9,rep,name=files,proto3" json:"files,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -7575,6 +7579,13 @@ func (x *PromptRequest) GetRef() string {
 func (x *PromptRequest) GetImages() []*PromptImage {
 	if x != nil {
 		return x.Images
+	}
+	return nil
+}
+
+func (x *PromptRequest) GetFiles() []string {
+	if x != nil {
+		return x.Files
 	}
 	return nil
 }
@@ -8286,7 +8297,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
 	"\rallowed_tools\x18\x02 \x03(\tR\fallowedTools\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x16\n" +
-	"\x06effort\x18\x04 \x01(\tR\x06effort\"\xfd\x01\n" +
+	"\x06effort\x18\x04 \x01(\tR\x06effort\"\x93\x02\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -8296,7 +8307,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\tmax_turns\x18\x05 \x01(\x05R\bmaxTurns\x12\x1b\n" +
 	"\tclient_id\x18\x06 \x01(\tR\bclientId\x12\x10\n" +
 	"\x03ref\x18\a \x01(\tR\x03ref\x12.\n" +
-	"\x06images\x18\b \x03(\v2\x16.tackle.v1.PromptImageR\x06images\"@\n" +
+	"\x06images\x18\b \x03(\v2\x16.tackle.v1.PromptImageR\x06images\x12\x14\n" +
+	"\x05files\x18\t \x03(\tR\x05files\"@\n" +
 	"\vPromptImage\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x12\n" +
