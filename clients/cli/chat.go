@@ -252,21 +252,7 @@ func (ch *chat) newPrompter() {
 // loop is the chat loop: input, the session's events and rendered skills,
 // until the person leaves or the stream fails.
 func (ch *chat) loop(ctx, sctx context.Context, snap *tacklev1.Snapshot) error {
-	type item struct {
-		m   *tacklev1.ServerMessage
-		err error
-	}
-	msgs := make(chan item)
-	go func() {
-		defer close(msgs)
-		for m, err := range ch.s.Messages() {
-			select {
-			case msgs <- item{m, err}:
-			case <-sctx.Done():
-				return
-			}
-		}
-	}()
+	msgs := ch.s.Chan(sctx)
 	ch.greet(snap)
 	ch.refresh()
 	interrupted := ctx.Done()
@@ -311,10 +297,10 @@ func (ch *chat) loop(ctx, sctx context.Context, snap *tacklev1.Snapshot) error {
 			if !ok {
 				return fmt.Errorf("the daemon ended the stream: %w", client.ErrUnavailable)
 			}
-			if it.err != nil {
-				return fmt.Errorf("receiving events: %w", it.err)
+			if it.Err != nil {
+				return fmt.Errorf("receiving events: %w", it.Err)
 			}
-			if err := ch.message(it.m); err != nil {
+			if err := ch.message(it.Msg); err != nil {
 				return err
 			}
 		}

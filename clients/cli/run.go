@@ -103,21 +103,7 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 		fmt.Fprintln(a.stderr, "tackle: another prompt is running in this session; yours is queued and goes to the model with its next request")
 	}
 
-	type item struct {
-		m   *tacklev1.ServerMessage
-		err error
-	}
-	msgs := make(chan item)
-	go func() {
-		defer close(msgs)
-		for m, err := range s.Messages() {
-			select {
-			case msgs <- item{m, err}:
-			case <-sctx.Done():
-				return
-			}
-		}
-	}()
+	msgs := s.Chan(sctx)
 	var pr *prompter
 	if stdinFree && isTerminal(a.stdin) && !f.asJSON {
 		pr = newPrompter(a, s, sid)
@@ -144,11 +130,11 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 			if !ok {
 				return fmt.Errorf("the daemon ended the stream before the prompt ended: %w", client.ErrUnavailable)
 			}
-			if it.err != nil {
-				return fmt.Errorf("receiving events: %w", it.err)
+			if it.Err != nil {
+				return fmt.Errorf("receiving events: %w", it.Err)
 			}
-			e := it.m.GetEvent()
-			if se := it.m.GetError(); se != nil && se.GetResubscribeFromSeq() != 0 {
+			e := it.Msg.GetEvent()
+			if se := it.Msg.GetError(); se != nil && se.GetResubscribeFromSeq() != 0 {
 				sub := &tacklev1.Subscribe{SessionId: sid, FromSeq: se.GetResubscribeFromSeq()}
 				if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
 					return fmt.Errorf("subscribing again: %w", err)

@@ -80,21 +80,7 @@ func (a *app) runTurn(ctx context.Context, c *client.Client, sessionID string, c
 		return nil, fmt.Errorf("running the batch: %w", err)
 	}
 
-	type item struct {
-		m   *tacklev1.ServerMessage
-		err error
-	}
-	msgs := make(chan item)
-	go func() {
-		defer close(msgs)
-		for m, err := range s.Messages() {
-			select {
-			case msgs <- item{m, err}:
-			case <-sctx.Done():
-				return
-			}
-		}
-	}()
+	msgs := s.Chan(sctx)
 
 	t := &turn{
 		a: a, s: s, sessionID: sessionID, calls: calls, results: map[string]*tacklev1.ToolResult{},
@@ -138,10 +124,10 @@ func (a *app) runTurn(ctx context.Context, c *client.Client, sessionID string, c
 			if !ok {
 				return nil, fmt.Errorf("the daemon ended the stream before the calls ended: %w", client.ErrUnavailable)
 			}
-			if it.err != nil {
-				return nil, fmt.Errorf("receiving events: %w", it.err)
+			if it.Err != nil {
+				return nil, fmt.Errorf("receiving events: %w", it.Err)
 			}
-			switch m := it.m.GetMsg().(type) {
+			switch m := it.Msg.GetMsg().(type) {
 			case *tacklev1.ServerMessage_BatchAccepted:
 				if m.BatchAccepted.GetRef() != ref || t.turnID != "" {
 					continue

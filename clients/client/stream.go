@@ -154,6 +154,30 @@ func (s *Stream) Messages() iter.Seq2[*tacklev1.ServerMessage, error] {
 	}
 }
 
+// Item is one message of Chan, or the error that ended the stream.
+type Item struct {
+	Msg *tacklev1.ServerMessage
+	Err error
+}
+
+// Chan delivers Messages on a channel, for a select beside other inputs
+// (stdin, an interrupt). The producer goroutine ends, closing the channel,
+// when the stream ends or ctx is done.
+func (s *Stream) Chan(ctx context.Context) <-chan Item {
+	out := make(chan Item)
+	go func() {
+		defer close(out)
+		for m, err := range s.Messages() {
+			select {
+			case out <- Item{m, err}:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
 // Close ends the stream. It is idempotent.
 func (s *Stream) Close() error {
 	s.sendMu.Lock()
