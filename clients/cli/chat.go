@@ -1,11 +1,3 @@
-//go:build chat
-
-// This file is not built by default: tackle chat is written on Bubble Tea v1,
-// whose package init queries the terminal (lipgloss.HasDarkBackground) in
-// every process that links it, which stalls every tackle command whose
-// stdout is a terminal that does not answer. Build with -tags chat to use
-// it; it joins the default build once its TUI no longer does that.
-
 package cli
 
 import (
@@ -24,8 +16,6 @@ import (
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
-
-func init() { optionalCommands = append(optionalCommands, (*app).chatCommand) }
 
 // This file is tackle chat: a conversation with a session's agent. The chat
 // loop (one goroutine) owns everything: it sends prompts, renders the

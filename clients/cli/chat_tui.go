@@ -1,19 +1,11 @@
-//go:build chat
-
-// This file is not built by default: tackle chat is written on Bubble Tea v1,
-// whose package init queries the terminal (lipgloss.HasDarkBackground) in
-// every process that links it, which stalls every tackle command whose
-// stdout is a terminal that does not answer. Build with -tags chat to use
-// it; it joins the default build once its TUI no longer does that.
-
 package cli
 
 import (
 	"io"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/textinput"
-	tea "github.com/charmbracelet/bubbletea"
+	"charm.land/bubbles/v2/textinput"
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 )
 
@@ -150,10 +142,10 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, tea.Quit
 	case tea.WindowSizeMsg:
 		m.width = msg.Width
-		m.input.Width = max(msg.Width-ansi.StringWidth(chatPromptMark)-1, 1)
-	case tea.KeyMsg:
-		switch msg.Type {
-		case tea.KeyEnter:
+		m.input.SetWidth(max(msg.Width-ansi.StringWidth(chatPromptMark)-1, 1))
+	case tea.KeyPressMsg:
+		switch msg.String() {
+		case "enter":
 			line := m.input.Value()
 			m.input.Reset()
 			if !m.asking {
@@ -161,20 +153,20 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			}
 			m.send(chatInput{kind: inputLine, text: line})
 			return m, nil
-		case tea.KeyCtrlC:
+		case "ctrl+c":
 			m.input.Reset()
 			m.pos = len(m.history)
 			m.send(chatInput{kind: inputInterrupt})
 			return m, nil
-		case tea.KeyCtrlD:
+		case "ctrl+d":
 			if m.input.Value() == "" {
 				m.send(chatInput{kind: inputEOF})
 				return m, nil
 			}
-		case tea.KeyUp:
+		case "up":
 			m.recall(-1)
 			return m, nil
-		case tea.KeyDown:
+		case "down":
 			m.recall(+1)
 			return m, nil
 		}
@@ -184,9 +176,9 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, cmd
 }
 
-func (m *chatModel) View() string {
+func (m *chatModel) View() tea.View {
 	if m.bye {
-		return ""
+		return tea.NewView("")
 	}
 	var b strings.Builder
 	if m.partial != "" {
@@ -205,7 +197,7 @@ func (m *chatModel) View() string {
 		b.WriteString(m.status + "\n")
 	}
 	b.WriteString(m.input.View())
-	return b.String()
+	return tea.NewView(b.String())
 }
 
 // send hands an input to the chat loop without waiting.

@@ -148,6 +148,7 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.callCommand(),
 		a.runCommand(),
 		a.compactCommand(),
+		a.chatCommand(),
 		a.batchCommand(),
 		a.attachCommand(),
 		a.sessionsCommand(),
@@ -160,15 +161,8 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.skillsCommand(),
 		a.skillCommand(),
 	)
-	for _, c := range optionalCommands {
-		root.AddCommand(c(a))
-	}
 	return root
 }
-
-// optionalCommands are the commands of files built only with a build tag
-// (tackle chat: -tags chat).
-var optionalCommands []func(*app) *cobra.Command
 
 // run wraps a command's function so its errors are told apart from cobra's.
 func run(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
