@@ -286,9 +286,11 @@ type antEvent struct {
 	Type    string `json:"type"`
 	Index   int    `json:"index"`
 	Message *struct {
-		ID    string    `json:"id"`
-		Model string    `json:"model"`
-		Usage *antUsage `json:"usage"`
+		ID         string            `json:"id"`
+		Model      string            `json:"model"`
+		Usage      *antUsage         `json:"usage"`
+		Content    []json.RawMessage `json:"content"`
+		StopReason string            `json:"stop_reason"`
 	} `json:"message"`
 	ContentBlock json.RawMessage `json:"content_block"`
 	Delta        *struct {
@@ -381,6 +383,23 @@ func (d *anthropicDecoder) event(name, data []byte, out []Event) ([]Event, bool,
 			d.sawStart = true
 			d.resp.ID, d.resp.Model = ev.Message.ID, ev.Message.Model
 			ev.Message.Usage.mergeInto(&d.resp.Usage)
+			// Normally empty; a message that is whole at the start (with
+			// programmatic tool calling, a tool call made from code
+			// execution) has its blocks and stop reason here, and no
+			// content_block or message_delta events follow.
+			for j, raw := range ev.Message.Content {
+				var err error
+				if out, _, err = d.blockStart(j, raw, out); err != nil {
+					return out, false, err
+				}
+				i := len(d.states) - 1
+				d.states[i].stopped = true
+				d.finalize(i)
+				out = append(out, Event{Type: EventBlockStop, Index: i})
+			}
+			if ev.Message.StopReason != "" {
+				d.resp.StopReason = ev.Message.StopReason
+			}
 		}
 	case "content_block_start":
 		return d.blockStart(ev.Index, ev.ContentBlock, out)
