@@ -199,7 +199,7 @@ func (a *app) chat(ctx context.Context, c *client.Client, sid string, f *chatFla
 	}
 	if isTerminal(a.stdin) && isTerminal(a.stdout) {
 		ch.tty, ch.colour = true, a.colour(a.stdout)
-		ch.ui = startChatTUI(a)
+		ch.ui = startChatTUI(a, a.chatHistory(ch.cwd))
 	} else {
 		ch.colour = a.colour(a.stderr)
 		ch.ui = newChatLines(a)

@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -327,6 +328,7 @@ func TestChatTerminal(t *testing.T) {
 		fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("A long answer that is never finished")}, Chunk: 4, Hold: hold},
 		fakemodel.Call("Write", map[string]any{"file_path": target, "content": "yes\n"}),
 		fakemodel.Say("Wrote it."),
+		fakemodel.Say("Once more."),
 	))
 	tc := startTermChat(t, environ, "chat", "--cwd", dir)
 	tc.out.waitFor(t, "Ctrl-D leaves.")
@@ -362,6 +364,66 @@ func TestChatTerminal(t *testing.T) {
 	tc.keys("\x03\x03") // Ctrl-C twice
 	if err := tc.wait(); err != nil {
 		t.Errorf("tackle chat: %v\n%s", err, tc.out.String())
+	}
+
+	// The next chat in that directory recalls the line (sent once more:
+	// the history keeps a line sent twice in a row once).
+	tc = startTermChat(t, environ, "chat", "--cwd", dir)
+	tc.out.waitFor(t, "Ctrl-D leaves.")
+	tc.keys("\x1b[A\x1b[A\r") // Up twice: still that line, the oldest
+	tc.out.waitFor(t, "Once more.")
+	reqs = fm.Requests()
+	if b, _ := json.Marshal(reqs[len(reqs)-1].Anthropic.Messages); strings.Count(string(b), `"please write a file"`) != 3 {
+		t.Errorf("the request after the next chat's Up and Enter: %s", b)
+	}
+	tc.keys("\x04") // Ctrl-D
+	if err := tc.wait(); err != nil {
+		t.Errorf("tackle chat: %v\n%s", err, tc.out.String())
+	}
+	home := ""
+	for _, kv := range environ {
+		if h, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = h
+		}
+	}
+	hist := filepath.Join(home, ".local", "state", "tackle", "chat-history.jsonl")
+	if fi, err := os.Stat(hist); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the history file: %v, %v (want mode 0600)", fi, err)
+	}
+}
+
+// The history file: the lines of one directory, a broken line skipped,
+// cut down past its size limit without losing the newest.
+func TestChatHistoryFile(t *testing.T) {
+	dir := t.TempDir()
+	a := &app{environ: []string{"XDG_STATE_HOME=" + dir}}
+	h, other := a.chatHistory("/src/a"), a.chatHistory("/src/b")
+	h.add("first")
+	other.add("elsewhere")
+	h.add("second")
+	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("{not json\n")
+	f.Close()
+	h.add("third")
+	if got := h.load(); !slices.Equal(got, []string{"first", "second", "third"}) {
+		t.Errorf("load: %q", got)
+	}
+	big := strings.Repeat("x", 4096)
+	for range chatHistoryMax/4096 + 10 {
+		other.add(big)
+	}
+	h.add("newest")
+	if fi, err := os.Stat(h.path); err != nil || fi.Size() > chatHistoryMax+8192 {
+		t.Fatalf("the history file after many lines: %v, %v", fi, err)
+	}
+	if got := h.load(); len(got) == 0 || got[len(got)-1] != "newest" {
+		t.Errorf("load after the cut: %q", got)
+	}
+	if got := (&app{environ: []string{"HOME="}}).chatHistory("/src/a").load(); got != nil {
+		t.Errorf("no state directory: %q", got)
 	}
 }
 

@@ -53,12 +53,13 @@ type chatTUI struct {
 
 // startChatTUI starts the program on the app's stdin and stdout, which are
 // terminals.
-func startChatTUI(a *app) *chatTUI {
+func startChatTUI(a *app, hist *chatHistory) *chatTUI {
 	in := make(chan chatInput, chatTUIInputs)
 	ti := textinput.New()
 	ti.Prompt = chatPromptMark
 	ti.Focus()
-	m := &chatModel{in: in, input: ti, colour: a.colour(a.stdout)}
+	m := &chatModel{in: in, input: ti, colour: a.colour(a.stdout), hist: hist, history: hist.load()}
+	m.pos = len(m.history)
 	u := &chatTUI{in: in, done: make(chan struct{})}
 	// Ctrl-C is a key here (the terminal is raw): no signal handler.
 	u.p = tea.NewProgram(m, tea.WithInput(a.stdin), tea.WithOutput(a.stdout),
@@ -115,9 +116,10 @@ type chatModel struct {
 	bye     bool
 	colour  bool // the status line faint
 
-	history []string // lines sent, oldest first
-	pos     int      // the line recalled: len(history) when none
-	draft   string   // what was typed before Up
+	hist    *chatHistory // where sent lines are kept across runs
+	history []string     // lines sent, oldest first
+	pos     int          // the line recalled: len(history) when none
+	draft   string       // what was typed before Up
 }
 
 func (m *chatModel) Init() tea.Cmd { return textinput.Blink }
@@ -212,6 +214,7 @@ func (m *chatModel) send(in chatInput) {
 func (m *chatModel) remember(line string) {
 	if strings.TrimSpace(line) != "" && (len(m.history) == 0 || m.history[len(m.history)-1] != line) {
 		m.history = append(m.history, line)
+		m.hist.add(line)
 	}
 	m.pos, m.draft = len(m.history), ""
 }
