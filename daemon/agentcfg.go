@@ -24,6 +24,21 @@ import (
 // environment (git status included) is the session's first prompt's, as
 // Claude Code takes it at the start of a conversation: info caches it.
 func (d *Daemon) systemPrompt(sess *session.Session, modelName string, deferred []string, info sysprompt.Info) string {
+	return d.buildSystemPrompt(sess, modelName, deferred, info, nil)
+}
+
+// agentSystemPrompt is a sub-agent's: its definition's body, then the
+// environment and (unless it is a read-only scout) the memory files.
+func (d *Daemon) agentSystemPrompt(sess *session.Session, modelName string, deferred []string, info sysprompt.Info, body string, noMemory bool) string {
+	return d.buildSystemPrompt(sess, modelName, deferred, info, func(info sysprompt.Info, mem []sysprompt.MemoryFile) string {
+		if noMemory {
+			mem = nil
+		}
+		return sysprompt.BuildAgent(body, info, mem)
+	})
+}
+
+func (d *Daemon) buildSystemPrompt(sess *session.Session, modelName string, deferred []string, info sysprompt.Info, build func(sysprompt.Info, []sysprompt.MemoryFile) string) string {
 	info.Cwd = sess.Cwd() // the git status is the start's; the directory is today's
 	if dirs := sess.WorkingDirs(); len(dirs) > 1 {
 		info.WorkingDirs = dirs[1:]
@@ -35,8 +50,11 @@ func (d *Daemon) systemPrompt(sess *session.Session, modelName string, deferred 
 	for _, p := range problems {
 		d.log.Warn("a memory file was not loaded", "session", sess.ID(), "problem", p.Error())
 	}
+	if build == nil {
+		build = sysprompt.Build
+	}
 	var b strings.Builder
-	b.WriteString(sysprompt.Build(info, mem))
+	b.WriteString(build(info, mem))
 	if len(deferred) > 0 {
 		b.WriteString("\n\n# Deferred tools\n\nThese tools exist but their schemas are not loaded; load one with ToolSearch (query \"select:NAME\") before calling it:\n")
 		for _, n := range toolsearch.Listing(deferred, 0) {

@@ -87,6 +87,7 @@ type Daemon struct {
 	deferral *deferral
 	skills   *skillLayer
 	prompts  *prompts
+	agents   *subagents
 	srv      *server.Server
 
 	// bg counts the hook runs started in the background (SessionStart,
@@ -174,7 +175,8 @@ func New(opts *Options) (*Daemon, error) {
 		d.closeState()
 		return nil, fmt.Errorf("registering search tools: %w", err)
 	}
-	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell")})
+	d.agents = newSubagents(d)
+	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell"), Tasks: d.agents})
 	if err := d.registry.Register(d.shells.Tools()...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering shell tools: %w", err)
@@ -200,6 +202,10 @@ func New(opts *Options) (*Daemon, error) {
 	if err := d.registry.Register(d.skills.tool()); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering Skill: %w", err)
+	}
+	if err := d.registry.Register(&agentTool{l: d.agents}); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering Agent: %w", err)
 	}
 	d.deferral = newDeferral(d)
 	if err := d.registry.Register(d.deferral.searchTool()); err != nil {
@@ -240,6 +246,7 @@ func New(opts *Options) (*Daemon, error) {
 		Deferred:        d.deferral.deferred,
 		Skills:          d.skills,
 		Agent:           d.prompts,
+		Subagents:       d.agents,
 	})
 	if err != nil {
 		d.closeState()

@@ -163,7 +163,9 @@ func (l *mcpLayer) toolOptions(sessionID string) *mcp.ToolOptions {
 }
 
 // tools lists a session's MCP tools (for ListTools).
+// A sub-agent has its root session's servers: the same connections.
 func (l *mcpLayer) tools(sessionID string) []tool.Tool {
+	sessionID = l.d.rootSessionID(sessionID)
 	return l.mgr.Tools(sessionID, l.toolOptions(sessionID))
 }
 
@@ -174,6 +176,7 @@ func (l *mcpLayer) lookup(sessionID, name string) (tool.Tool, bool) {
 	if !strings.HasPrefix(name, "mcp__") {
 		return nil, false
 	}
+	sessionID = l.d.rootSessionID(sessionID)
 	if t, ok := l.mgr.Lookup(sessionID, name, l.toolOptions(sessionID)); ok {
 		return t, true
 	}

@@ -155,7 +155,9 @@ func (p *perms) forget(id string) {
 // project left out) and its own rules.
 func (p *perms) rules(sessionID, root string) (*permission.Rules, []permission.RuleProblem) {
 	st, _ := p.d.loader.Load(root)
-	own := p.sessionRules(sessionID)
+	// A sub-agent's session rules are its root session's: an "always"
+	// answer to any agent of the tree applies to the whole tree.
+	own := p.sessionRules(p.d.rootSessionID(sessionID))
 	if gs := p.activeGrants(sessionID); len(gs) > 0 {
 		own = append(append([]permission.Rule(nil), own...), gs...)
 	}
@@ -355,7 +357,7 @@ func (d *Daemon) dispatchOptions() *dispatch.Options {
 			return rs
 		},
 		SaveAlways: func(s dispatch.Session, scope, rule string) error {
-			return d.perms.saveAlways(s.ID(), rootOf(s), scope, rule)
+			return d.perms.saveAlways(d.rootSessionID(s.ID()), rootOf(s), scope, rule)
 		},
 		Lookup:   func(sessionID, name string) (tool.Tool, bool) { return d.mcp.lookup(sessionID, name) },
 		Unloaded: d.deferral.unloaded,
@@ -369,6 +371,15 @@ func (d *Daemon) dispatchOptions() *dispatch.Options {
 			d.sessions.RecordAudit(row)
 		},
 	}
+}
+
+// rootSessionID is the session at the top of id's tree: id itself unless
+// it is a sub-agent's session.
+func (d *Daemon) rootSessionID(id string) string {
+	if sess, err := d.sessions.Get(context.Background(), id); err == nil {
+		return sess.RootSessionID()
+	}
+	return id
 }
 
 // rootOf is a session's root directory (the project whose settings apply).

@@ -49,6 +49,34 @@ type runningPrompt struct {
 	queue   []queuedPrompt  // arrived meanwhile, not yet given to the model
 	joined  []queuedPrompt  // queued prompts the running loop took: they end with it
 	partial strings.Builder // the text streaming now
+	child   *childRun       // set for a sub-agent's session: how its loop runs
+	mode    string          // the permission mode the prompt was sent with
+	// nonInteractive: the sender leaves at the prompt's end (tackle run).
+	nonInteractive bool
+}
+
+// childRun is how a sub-agent's loop differs from a client's prompt: its
+// system prompt, tools, mode and limits, where its permission requests go,
+// and who waits for its end. The subagents layer fills it in.
+type childRun struct {
+	ctx      context.Context // the loop's parent context: the Agent call's (foreground), or the daemon's
+	body     string          // the definition's system prompt
+	scout    bool            // Explore and Plan: no git status
+	noMemory bool            // no memory files (CLAUDE.md)
+	model    string          // an alias or id ("" the settings')
+	tools    map[string]bool // the child's tools, by canonical name
+	readOnly bool
+	mode     string
+	maxTurns int
+	context  string // what SubagentStart hooks added
+	askVia   *session.Session
+	agent    *event.AgentRef
+	// onMessage sees every whole message (the parent's progress lines).
+	onMessage func(model.Message)
+	// onStop runs the SubagentStop hooks.
+	onStop func(ctx context.Context, active bool, last string) (bool, string)
+	// done receives the first prompt's outcome (capacity 1).
+	done chan agent.Outcome
 }
 
 // queuedPrompt is a prompt waiting for the running one.
@@ -77,19 +105,31 @@ func (p *prompts) Prompt(sess *session.Session, req server.PromptRequest) (serve
 	if strings.TrimSpace(req.Text) == "" {
 		return server.PromptAccepted{}, &invalidInput{"the prompt is empty: say what the agent should do"}
 	}
+	return p.start(sess, req, nil)
+}
+
+// start starts req on sess (a sub-agent's first prompt when child is
+// set), or queues it behind the running prompt.
+func (p *prompts) start(sess *session.Session, req server.PromptRequest, child *childRun) (server.PromptAccepted, error) {
 	id := newPromptID()
 	p.mu.Lock()
 	if p.stopping {
 		p.mu.Unlock()
 		return server.PromptAccepted{}, errStopping
 	}
-	if r := p.running[sess.ID()]; r != nil {
+	if r := p.running[sess.ID()]; r == nil && child == nil && sess.Agent() != nil {
+		p.mu.Unlock()
+		return server.PromptAccepted{}, &failedPrecondition{"this is a sub-agent's session and the sub-agent has ended: prompt its parent session instead"}
+	} else if r != nil && child != nil {
+		p.mu.Unlock()
+		return server.PromptAccepted{}, fmt.Errorf("sub-agent session %s is already running", sess.ID())
+	} else if r != nil {
 		r.queue = append(r.queue, queuedPrompt{id: id, req: req})
 		p.mu.Unlock()
 		p.appendEvent(sess, &event.Event{Type: event.PromptQueued, Prompt: &event.Prompt{ID: id, ClientID: req.ClientID, Text: req.Text}})
 		return server.PromptAccepted{PromptID: id, Queued: true}, nil
 	}
-	r := &runningPrompt{id: id, info: &event.Prompt{ID: id, ClientID: req.ClientID, Text: req.Text}}
+	r := &runningPrompt{id: id, info: &event.Prompt{ID: id, ClientID: req.ClientID, Text: req.Text}, child: child, mode: req.PermissionMode, nonInteractive: req.NonInteractive}
 	p.running[sess.ID()] = r
 	p.wg.Add(1)
 	p.mu.Unlock()
@@ -128,8 +168,14 @@ func (p *prompts) Stop() {
 // run runs a prompt and then those queued after its last request; each
 // has its own context, so cancelling one leaves the queued ones.
 func (p *prompts) run(sess *session.Session, r *runningPrompt, req server.PromptRequest) {
+	base := p.d.bgCtx
+	if r.child != nil && r.child.ctx != nil {
+		// A foreground child ends with the Agent call that waits for it;
+		// the daemon's stop ends it through Stop.
+		base = r.child.ctx
+	}
 	for {
-		ctx, cancel := context.WithCancel(p.d.bgCtx)
+		ctx, cancel := context.WithCancel(base)
 		p.mu.Lock()
 		r.cancel = cancel
 		if p.stopping {
@@ -184,6 +230,10 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	history := p.conversation(sess)
 	user := model.Message{Role: model.RoleUser, Content: promptBlocks(req)}
 	user.Content = append(user.Content, p.fileBlocks(ctx, sess, req)...)
+	// Background agents that ended while the session was idle.
+	for _, n := range p.d.agents.takeNotes(sess.ID()) {
+		user.Content = append(user.Content, model.Block{Type: model.BlockText, Text: n})
+	}
 	p.mu.Lock()
 	info := r.info
 	p.mu.Unlock()
@@ -219,16 +269,27 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 		p.d.log.Debug("prompt ended", "session", sess.ID(), "prompt", r.id, "stop", out.StopReason, "requests", out.Requests, "took", time.Since(started))
 	}
 
+	child := r.child
 	// UserPromptSubmit hooks: a block ends the prompt before the model
-	// sees it; context joins the prompt.
-	if hr := p.d.hooks.UserPromptSubmit(ctx, sess, req.Text); hr.Block {
+	// sees it; context joins the prompt. A sub-agent's task is not a
+	// person's prompt: its SubagentStart hooks ran instead.
+	if child != nil {
+		if child.context != "" {
+			user.Content = append(user.Content, model.Block{Type: model.BlockText, Text: child.context})
+			child.context = ""
+		}
+	} else if hr := p.d.hooks.UserPromptSubmit(ctx, sess, req.Text); hr.Block {
 		p.appendEvent(sess, &event.Event{Type: event.PromptStarted, Prompt: info})
 		end(agent.Outcome{StopReason: agent.StopBlocked}, fmt.Errorf("a UserPromptSubmit hook blocked the prompt: %s", hr.Reason))
 		return
 	} else if hr.Context != "" {
 		user.Content = append(user.Content, model.Block{Type: model.BlockText, Text: hr.Context})
 	}
-	cfg, err := p.d.modelConfig(sess, req.Model)
+	modelName := req.Model
+	if child != nil && modelName == "" {
+		modelName = child.model
+	}
+	cfg, err := p.d.modelConfig(sess, modelName)
 	if err != nil {
 		// Nothing reached the model: the prompt is not part of the
 		// conversation (a person fixes the setting and sends it again).
@@ -246,12 +307,34 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	if req.PermissionMode == "" {
 		turn.ResolveMode = func() string { return p.d.perms.effectiveMode(sess, "") }
 	}
+	system := ""
+	maxTurns := req.MaxTurns
+	onStop := func(active bool, last string) (bool, string) { return p.d.hooks.Stop(ctx, sess, active, last) }
+	if child != nil {
+		tools, deferred = onlyTools(tools, deferred, child.tools)
+		turn.PermissionMode, turn.ResolveMode = child.mode, nil
+		turn.Tools, turn.ReadOnly, turn.Agent = child.tools, child.readOnly, child.agent
+		if child.askVia != nil {
+			turn.AskVia = child.askVia
+		}
+		info := p.environment(sess)
+		if child.scout {
+			info.GitStatus = ""
+		}
+		system = p.d.agentSystemPrompt(sess, cfg.Model, deferred, info, child.body, child.noMemory)
+		if maxTurns == 0 {
+			maxTurns = child.maxTurns
+		}
+		onStop = func(active bool, last string) (bool, string) { return child.onStop(ctx, active, last) }
+	} else {
+		system = p.d.systemPrompt(sess, cfg.Model, deferred, p.environment(sess))
+	}
 	turn.ResolvePermissionTimeout = func() time.Duration { return p.d.askTimeout(sess.Root()) }
 	coalesce := &deltaCoalescer{}
 	opts := agent.Options{
 		Provider: cfg.Provider, Runner: p.d.disp,
-		Model: cfg.Model, MaxTokens: cfg.MaxTokens, MaxTurns: req.MaxTurns,
-		System: p.d.systemPrompt(sess, cfg.Model, deferred, p.environment(sess)),
+		Model: cfg.Model, MaxTokens: cfg.MaxTokens, MaxTurns: maxTurns,
+		System: system,
 		Tools:  tools, Turn: turn,
 		OnEvent: func(ev model.Event) {
 			if ev.Type == model.EventText {
@@ -275,15 +358,16 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 				p.mu.Unlock()
 			}
 			p.appendEvent(sess, &event.Event{Type: typ, Message: agent.MessageJSON(m)})
+			if child != nil && child.onMessage != nil {
+				child.onMessage(m)
+			}
 		},
 		OnRetry: func(ri model.RetryInfo) {
 			p.appendEvent(sess, &event.Event{Type: event.ModelRetry, Retry: &event.Retry{
 				PromptID: r.id, Attempt: ri.Attempt, WaitMS: int64(ri.Wait * 1000), Status: ri.Status, Reason: ri.Reason}})
 		},
 		Inbox: func() []model.Block { return p.takeQueued(sess.ID()) },
-		OnStop: func(active bool, last string) (bool, string) {
-			return p.d.hooks.Stop(ctx, sess, active, last)
-		},
+		OnStop: onStop,
 	}
 	opts.CompactAt = compactAt(p.d.settingInt(sess, "autoCompactPercent", defaultAutoCompactPercent), cfg.Resolved.ContextTokens)
 	p.mu.Lock()
@@ -299,7 +383,79 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	p.usage[sess.ID()] = out.LastUsage
 	p.mu.Unlock()
 	end(out, out.Err)
+	if child != nil && child.done != nil {
+		child.done <- out
+		child.done = nil
+	}
 	return last
+}
+
+// onlyTools keeps the specs and deferred names of the tools in allowed.
+func onlyTools(specs []model.Tool, deferred []string, allowed map[string]bool) ([]model.Tool, []string) {
+	var s []model.Tool
+	for _, t := range specs {
+		if allowed[t.Name] {
+			s = append(s, t)
+		}
+	}
+	var d []string
+	for _, n := range deferred {
+		if allowed[n] {
+			d = append(d, n)
+		}
+	}
+	return s, d
+}
+
+// toolsOf is a running sub-agent's tool set (nil for another session).
+func (p *prompts) toolsOf(sessionID string) map[string]bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.running[sessionID]; r != nil && r.child != nil {
+		return r.child.tools
+	}
+	return nil
+}
+
+// modeOf is the permission mode the session's running prompt was given
+// ("" when it follows the session's settings, or none runs).
+func (p *prompts) modeOf(sessionID string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.running[sessionID]; r != nil {
+		if r.child != nil {
+			return r.child.mode
+		}
+		return r.mode
+	}
+	return ""
+}
+
+// nonInteractive reports whether the session's running prompt was sent
+// by a client that leaves at its end (tackle run).
+func (p *prompts) nonInteractive(sessionID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.running[sessionID]
+	return r != nil && r.nonInteractive
+}
+
+// busy reports whether a prompt runs in the session.
+func (p *prompts) busy(sessionID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running[sessionID] != nil
+}
+
+// modelOf is the model the session's running prompt talks to ("" when
+// idle): a sub-agent's model when nothing else names one.
+func (p *prompts) modelOf(sessionID string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if r := p.running[sessionID]; r != nil && r.info != nil {
+		return r.info.Model
+	}
+	return ""
 }
 
 // defaultAutoCompactPercent is the share of the context window past which
@@ -419,13 +575,17 @@ func (p *prompts) fileBlocks(ctx context.Context, sess *session.Session, req ser
 
 // takeQueued hands the running loop the prompts queued meanwhile.
 func (p *prompts) takeQueued(sessionID string) []model.Block {
+	var out []model.Block
+	// Background agents that ended since the last request.
+	for _, n := range p.d.agents.takeNotes(sessionID) {
+		out = append(out, model.Block{Type: model.BlockText, Text: n})
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	r := p.running[sessionID]
 	if r == nil || len(r.queue) == 0 {
-		return nil
+		return out
 	}
-	var out []model.Block
 	for _, q := range r.queue {
 		out = append(out, promptBlocks(q.req)...)
 	}

@@ -286,6 +286,9 @@ func (l *skillLayer) tool() tool.Tool {
 			l.usage[sessionID][name]++
 		},
 		Grant: func(sessionID, name string, rules []string) { l.d.perms.grant(sessionID, name, rules) },
+		Fork: func(ctx context.Context, call *tool.Call, sk *skill.Skill, task string, _ tool.Progress) (skill.Forked, error) {
+			return l.d.agents.fork(ctx, call, sk, task)
+		},
 		AddHooks: func(sessionID, name string, hooks json.RawMessage) error {
 			sess, err := l.d.sessions.Get(context.Background(), sessionID)
 			if err != nil {
@@ -390,7 +393,7 @@ func (l *skillLayer) Render(ctx context.Context, sess *session.Session, name, ar
 		return server.RenderedSkill{}, fmt.Errorf("skill %q is not active yet: it applies to files matching %s, and no tool touched one", name, strings.Join(sk.Paths, ", "))
 	}
 	if sk.Context == "fork" {
-		return server.RenderedSkill{}, fmt.Errorf("skill %q runs in a forked agent (context: fork), which needs the agent loop: not available yet", name)
+		return server.RenderedSkill{}, fmt.Errorf("skill %q runs in a forked agent (context: fork), which the model starts with its Skill tool: ask for it in a prompt (\"use the %s skill\")", name, name)
 	}
 	if sk.Prompt != nil {
 		return l.renderPrompt(ctx, sess, sk, args)

@@ -93,7 +93,7 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 	}
 	resp, err := c.Prompt(ctx, &tacklev1.PromptRequest{
 		SessionId: sid, Text: text, Model: f.model, PermissionMode: f.mode, MaxTurns: f.maxTurns, Files: f.files,
-		ClientId: s.Welcome().GetClientId(),
+		ClientId: s.Welcome().GetClientId(), NonInteractive: true,
 	})
 	if err != nil {
 		return fmt.Errorf("sending the prompt: %w", err)

@@ -106,6 +106,21 @@ type Turn struct {
 	// the timeout; it is called only when a prompt opens (it reads settings).
 	ResolvePermissionTimeout func() time.Duration
 
+	// Tools, if set, are the only tools the turn may call (by canonical
+	// name): a sub-agent's tool set. A call of another tool is answered as
+	// one of a tool that does not exist, before any other stage.
+	Tools map[string]bool
+	// ReadOnly refuses every call whose attributes are not read-only (a
+	// read-only agent such as Explore: its Bash runs only read-only
+	// commands), whatever the mode and rules.
+	ReadOnly bool
+	// AskVia, if set, is the session whose clients answer this turn's
+	// permission requests (a sub-agent's root session): the request is
+	// opened there and announced there too, with Agent naming the asker.
+	AskVia Session
+	// Agent describes the sub-agent whose turn this is, for AskVia.
+	Agent *event.AgentRef
+
 	// rules gives the session's rules, read once per turn (set by RunTurn).
 	rules func() *permission.Rules
 }
@@ -148,6 +163,7 @@ type turnRun struct {
 	bg        sync.WaitGroup // hooks that only observe (Notification), waited for before turn_ended
 	calls     []*callRun
 	byID      map[string]*callRun
+	tools     map[string]bool // Turn.Tools
 	counted   bool          // added to Dispatcher.wg
 	done      chan struct{} // closed when the turn has ended
 }
@@ -236,7 +252,7 @@ func (d *Dispatcher) startTurn(ctx context.Context, sessionID string, t *Turn) *
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	d.seq++
-	tr := &turnRun{sessionID: sessionID, id: t.ID, seq: d.seq, ctx: tctx, cancel: cancel, byID: map[string]*callRun{}, done: make(chan struct{})}
+	tr := &turnRun{sessionID: sessionID, id: t.ID, seq: d.seq, ctx: tctx, cancel: cancel, byID: map[string]*callRun{}, tools: t.Tools, done: make(chan struct{})}
 	calls := make([]event.CallInfo, len(t.Calls))
 	for i, c := range t.Calls {
 		if c.ID == "" {
@@ -473,6 +489,9 @@ func (d *Dispatcher) prepare(tr *turnRun) []*prepared {
 			continue
 		}
 		t, ok := d.lookup(tr.sessionID, cr.info.Name)
+		if ok && tr.tools != nil && !tr.tools[t.Spec().Name] {
+			ok = false
+		}
 		if !ok {
 			p.invalid = toolUseError("Error: No such tool available: " + cr.info.Name)
 			continue
@@ -598,6 +617,9 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 	}
 	if r := inspect(); r != nil {
 		return r, nil
+	}
+	if t.ReadOnly && !attrs.ReadOnly {
+		return text(event.StatusDenied, toolUseError(fmt.Sprintf("Error: this agent is read-only, and this %s call would change something: use only calls that read (for Bash, read-only commands such as ls, cat, grep, git log).", name))), nil
 	}
 
 	// PreToolUse hooks.
@@ -915,10 +937,20 @@ func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, c
 	if dec.AlwaysRule != "" {
 		req.Options = []string{permission.AllowOnce, permission.AllowAlways, permission.DenyAnswer}
 	}
-	ch, remove := d.broker.Open(s.ID(), req)
+	asker := s
+	if t.AskVia != nil {
+		// A sub-agent's request is its root session's: every controller
+		// there sees it (late joiners too) and may answer it.
+		asker = t.AskVia
+		req.SessionID, req.Agent = s.ID(), t.Agent
+	}
+	ch, remove := d.broker.Open(asker.ID(), req)
 	defer remove()
 	d.setState(s, tr, cr, event.StateAwaitingPermission)
 	d.append(s, &event.Event{Type: event.PermissionRequested, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Permission: &req})
+	if asker != s {
+		d.append(asker, &event.Event{Type: event.PermissionRequested, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Permission: &req})
+	}
 	if d.hooks != nil && d.hooks.Has(s, hook.Notification) {
 		// Notification hooks only observe: the prompt does not wait for them,
 		// the turn does (before turn_ended), and it ends them when cancelled.
@@ -989,6 +1021,9 @@ func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, c
 	d.audit(s, call, hev.Tool, res.Decision, by, strings.Join(alwaysRules(dec), ", "), scope, res.ClientID)
 	d.log.Debug("permission resolved", "session", s.ID(), "call", cr.info.ID, "decision", res.Decision, "client", res.ClientID)
 	d.append(s, &event.Event{Type: event.PermissionResolved, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Resolution: res})
+	if asker != s {
+		d.append(asker, &event.Event{Type: event.PermissionResolved, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Resolution: res})
+	}
 	return out
 }
 

@@ -52,6 +52,13 @@ func (b *Bus) Subscribe(size int) *Subscription {
 	return s
 }
 
+// Subscribers counts the current subscribers (the clients watching).
+func (b *Bus) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
+}
+
 // Publish delivers e to every subscriber, following the delivery rules above.
 func (b *Bus) Publish(e *Event) {
 	b.mu.Lock()

@@ -75,6 +75,9 @@ const (
 	Compacted Type = "compacted"
 	// PromptEnded: a prompt's loop ended (Prompt: StopReason, Usage, Error).
 	PromptEnded Type = "prompt_ended"
+	// SubagentUpdated: a sub-agent of the session started, called a tool or
+	// ended (Subagent; CallID is its Agent call).
+	SubagentUpdated Type = "subagent_updated"
 )
 
 // Call states, in pipeline order. The final states are the Status values of a Result.
@@ -123,6 +126,8 @@ type Event struct {
 	Session *SessionChange `json:"session,omitempty"`
 	// Shell is set for ShellUpdated.
 	Shell *ShellInfo `json:"shell,omitempty"`
+	// Subagent is set for SubagentUpdated.
+	Subagent *SubagentInfo `json:"subagent,omitempty"`
 	// Hook is set for HookRan.
 	Hook *HookRun `json:"hook,omitempty"`
 	// Prompt is set for PromptQueued, PromptStarted and PromptEnded.
@@ -214,6 +219,39 @@ type HookRun struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
+// Sub-agent states (SubagentInfo.Status).
+const (
+	SubagentRunning   = "running"
+	SubagentCompleted = "completed"
+	SubagentFailed    = "failed"
+	SubagentKilled    = "killed"
+	// SubagentBlocked: it waits for a permission answer.
+	SubagentBlocked = "blocked"
+)
+
+// SubagentInfo is a sub-agent as its parent session shows it.
+type SubagentInfo struct {
+	// ID is the agent's id: its child session's id.
+	ID              string    `json:"id"`
+	ParentSessionID string    `json:"parent_session_id"`
+	ParentCallID    string    `json:"parent_call_id"`
+	Type            string    `json:"type"`
+	Description     string    `json:"description,omitempty"`
+	Status          string    `json:"status"`
+	Background      bool      `json:"background,omitempty"`
+	ToolUses        int       `json:"tool_uses"`
+	Tokens          int64     `json:"tokens"`
+	DurationMS      int64     `json:"duration_ms"`
+	Started         time.Time `json:"started"`
+	Depth           int       `json:"depth"`
+	Model           string    `json:"model,omitempty"`
+	Error           string    `json:"error,omitempty"`
+	// LastTool is the tool call that made this update ("Read main.go").
+	LastTool       string `json:"last_tool,omitempty"`
+	WorktreePath   string `json:"worktree_path,omitempty"`
+	WorktreeBranch string `json:"worktree_branch,omitempty"`
+}
+
 // ShellInfo describes a background shell of a session.
 type ShellInfo struct {
 	ID      string `json:"id"`
@@ -272,6 +310,21 @@ type PermissionRequest struct {
 	// AlwaysRule is the concrete rule an allow_always answer saves, e.g.
 	// `Bash(npm test *)`.
 	AlwaysRule string `json:"always_rule,omitempty"`
+	// SessionID and Agent are set for a sub-agent's request, announced in
+	// its root session: the child session that asks, and which agent it is.
+	SessionID string    `json:"session_id,omitempty"`
+	Agent     *AgentRef `json:"agent,omitempty"`
+}
+
+// AgentRef names a sub-agent to people: in its permission requests and
+// its parent's events.
+type AgentRef struct {
+	// ID is the agent's id: its session's id.
+	ID          string `json:"id"`
+	Type        string `json:"type"`
+	Description string `json:"description,omitempty"`
+	// ParentCallID is the Agent call that started it.
+	ParentCallID string `json:"parent_call_id,omitempty"`
 }
 
 // PermissionResolution ends a permission request, exactly once.

@@ -9,7 +9,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/config"
 )
 
-// Hook events (reference.md "tackle's decisions", wave 1).
+// Hook events (reference.md "tackle's decisions" and section 3).
 const (
 	PreToolUse         = "PreToolUse"
 	PermissionRequest  = "PermissionRequest"
@@ -25,11 +25,14 @@ const (
 	UserPromptSubmit   = "UserPromptSubmit"
 	Stop               = "Stop"
 	PreCompact         = "PreCompact"
+	SubagentStart      = "SubagentStart"
+	SubagentStop       = "SubagentStop"
 )
 
 // Events lists the hook events tackle runs.
 var Events = []string{PreToolUse, PermissionRequest, PermissionDenied, PostToolUse, PostToolUseFailure,
-	PostToolBatch, Notification, SessionStart, SessionEnd, CwdChanged, ConfigChange, UserPromptSubmit, Stop, PreCompact}
+	PostToolBatch, Notification, SessionStart, SessionEnd, CwdChanged, ConfigChange, UserPromptSubmit, Stop, PreCompact,
+	SubagentStart, SubagentStop}
 
 // eventIndex numbers the events for the per-event arrays of a Config.
 func eventIndex(name string) int {
@@ -56,6 +59,8 @@ const (
 	idxUserPromptSubmit
 	idxStop
 	idxPreCompact
+	idxSubagentStart
+	idxSubagentStop
 	numEvents
 )
 

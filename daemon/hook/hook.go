@@ -3,11 +3,14 @@
 // once), matchers and `if` conditions, the command and http runners, and
 // what their output decides (reference.md section 3).
 //
-// It implements the pipeline's hook stage (dispatch.Hooks) and the session
+// It implements the pipeline's hook stage (dispatch.Hooks), the session
 // hooks the server calls (SessionStart, SessionEnd, CwdChanged,
-// ConfigChange). It decides nothing about permissions itself: a PreToolUse
-// decision goes to the permission engine, which weighs it against rules and
-// the mode. It must not import the pipeline or anything above it.
+// ConfigChange) and the query loop's (UserPromptSubmit, Stop, PreCompact,
+// SubagentStart, SubagentStop), with the hooks a session adds at run time
+// (a skill's, an agent definition's). It decides nothing about permissions
+// itself: a PreToolUse decision goes to the permission engine, which weighs
+// it against rules and the mode. It must not import the pipeline or
+// anything above it.
 package hook
 
 import (
@@ -226,6 +229,9 @@ type input struct {
 	Cwd            string `json:"cwd"`
 	PermissionMode string `json:"permission_mode,omitempty"`
 	HookEventName  string `json:"hook_event_name"`
+	// AgentID and AgentType are set inside a sub-agent only (AgentEnv).
+	AgentID   string `json:"agent_id,omitempty"`
+	AgentType string `json:"agent_type,omitempty"`
 
 	ToolName              string          `json:"tool_name,omitempty"`
 	ToolInput             json.RawMessage `json:"tool_input,omitempty"`
@@ -250,6 +256,12 @@ type input struct {
 	LastAssistantMessage string `json:"last_assistant_message,omitempty"`
 	Trigger              string `json:"trigger,omitempty"`
 	CustomInstructions   string `json:"custom_instructions,omitempty"`
+
+	// SubagentStop only: the child's transcript, and the parent's
+	// background tasks and crons (always lists, empty in tackle).
+	AgentTranscriptPath *string         `json:"agent_transcript_path,omitempty"`
+	BackgroundTasks     json.RawMessage `json:"background_tasks,omitempty"`
+	SessionCrons        json.RawMessage `json:"session_crons,omitempty"`
 }
 
 type toolResponse struct {
@@ -300,7 +312,9 @@ type batchEntry struct {
 }
 
 func (h *Hooks) baseInput(env tool.Env, eventName, mode string) input {
-	return input{SessionID: env.SessionID(), Cwd: env.Cwd(), PermissionMode: mode, HookEventName: eventName}
+	in := input{SessionID: env.SessionID(), Cwd: env.Cwd(), PermissionMode: mode, HookEventName: eventName}
+	setAgent(&in, env)
+	return in
 }
 
 func toolInput(ev *ToolEvent, eventName string) input {
@@ -308,7 +322,28 @@ func toolInput(ev *ToolEvent, eventName string) input {
 	if ev.Call != nil {
 		in.ToolInput, in.ToolUseID = ev.Call.Input, ev.Call.ID
 	}
+	setAgent(&in, ev.Env)
 	return in
+}
+
+// AgentEnv is implemented by the session of a sub-agent: the input of
+// every hook run for it carries agent_id and agent_type, as Claude Code's
+// does inside a subagent. A session whose AgentID is "" (or that does not
+// implement it) is a main session: the keys are left out.
+type AgentEnv interface {
+	// AgentID identifies the sub-agent (the id its parent was told).
+	AgentID() string
+	// AgentType is the agent type it runs (subagent_type).
+	AgentType() string
+}
+
+// setAgent fills agent_id and agent_type when env is a sub-agent's.
+func setAgent(in *input, env tool.Env) {
+	if a, ok := env.(AgentEnv); ok {
+		if id := a.AgentID(); id != "" {
+			in.AgentID, in.AgentType = id, a.AgentType()
+		}
+	}
 }
 
 // runAll runs the selected handlers in parallel, with in as their stdin,

@@ -4,19 +4,42 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 
 	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
-// sessionHooks are hooks a session added at run time (a skill's frontmatter
-// `hooks`): they run, after the settings' hooks, for the rest of the session.
+// sessionHooks are hooks a session added at run time: a skill's frontmatter
+// `hooks` (AddSession), which run after the settings' hooks for the rest of
+// the session, and a sub-agent definition's (SetScoped), which run after
+// those until ClearScoped.
 type sessionHooks struct {
-	cfg *Config
-	// merged caches the settings' Config of root joined with cfg.
+	cfg    *Config // the skills'; never nil
+	scoped *scopedHooks
+	// merged caches the settings' Config of root joined with cfg and scoped.
 	root   string
 	base   *Config
 	merged *Config
+}
+
+// scopedHooks are the hooks of an agent definition, parsed twice: as
+// trusted, and as needing the workspace's trust (when the definition is a
+// file inside the session's project).
+type scopedHooks struct {
+	source             string
+	trusted, untrusted *Config
+}
+
+// forRoot returns the groups to run in a session of root: a definition
+// file inside the project runs its hooks only once the project is trusted,
+// as the project's settings do.
+func (s *scopedHooks) forRoot(root string) *Config {
+	if root != "" && filepath.IsAbs(s.source) && (s.source == root || strings.HasPrefix(s.source, root+string(filepath.Separator))) {
+		return s.untrusted
+	}
+	return s.trusted
 }
 
 // AddSession registers hooks (the settings' "hooks" object shape) for the
@@ -58,7 +81,116 @@ func (h *Hooks) AddSession(sessionID, source string, raw json.RawMessage, truste
 	return nil
 }
 
-// DropSession forgets the hooks a session added.
+// SetScoped registers the hooks of the agent definition a sub-agent's
+// session sessionID runs (the `hooks` frontmatter: the settings' "hooks"
+// shape), from source (the definition's file path, or a name such as
+// "--agents reviewer"). They run for that session only, after the settings'
+// and skills' hooks, until ClearScoped; a second SetScoped replaces them. A
+// `Stop` hook there becomes a SubagentStop hook, as in Claude Code.
+//
+// Entries are checked as the settings' hooks are: the ones that cannot be
+// used are returned as Problems and ignored, the rest are registered. The
+// caller decides whether a definition's hooks may run at all (a project's
+// agent in an untrusted workspace); in addition, hooks of a definition file
+// inside the session's project run only once the project is trusted.
+func (h *Hooks) SetScoped(sessionID string, hooks map[string]any, source string) []Problem {
+	if h == nil {
+		return nil
+	}
+	src := config.Source{Scope: config.ScopeUser, Path: source}
+	var sc *scopedHooks
+	var probs []Problem
+	if len(hooks) > 0 {
+		raw, err := json.Marshal(subagentHooks(hooks))
+		if err != nil {
+			return []Problem{{Source: src, Message: fmt.Sprintf("\"hooks\" cannot be read as JSON: %v; its hooks are ignored", err)}}
+		}
+		layer := func(scope string) *Config {
+			s := src
+			s.Scope = scope
+			return Parse(&config.Settings{Layers: []config.Layer{{Source: s, Raw: map[string]json.RawMessage{"hooks": raw}}}})
+		}
+		trusted := layer(config.ScopeUser)
+		probs = trusted.Problems
+		if !trusted.Empty() {
+			sc = &scopedHooks{source: source, trusted: trusted, untrusted: layer(config.ScopeProject)}
+		}
+	}
+	h.sessMu.Lock()
+	defer h.sessMu.Unlock()
+	sh := h.sess[sessionID]
+	switch {
+	case sh == nil && sc == nil:
+	case sh == nil:
+		if h.sess == nil {
+			h.sess = map[string]*sessionHooks{}
+		}
+		h.sess[sessionID] = &sessionHooks{cfg: &Config{}, scoped: sc}
+	case sc == nil && sh.cfg.Empty():
+		delete(h.sess, sessionID)
+	default:
+		sh.scoped = sc
+		sh.merged, sh.base = nil, nil
+	}
+	return probs
+}
+
+// ClearScoped forgets the agent definition's hooks of session sessionID
+// (SetScoped); the hooks its skills added stay.
+func (h *Hooks) ClearScoped(sessionID string) {
+	h.SetScoped(sessionID, nil, "")
+}
+
+// subagentHooks returns frontmatter hooks ready for JSON: a `Stop` entry
+// becomes `SubagentStop` (after SubagentStop's own groups), and YAML's
+// map[any]any become map[string]any.
+func subagentHooks(hooks map[string]any) map[string]any {
+	out := make(map[string]any, len(hooks))
+	for k, v := range hooks {
+		out[k] = jsonable(v)
+	}
+	if stop, ok := out[Stop]; ok {
+		delete(out, Stop)
+		a, aok := out[SubagentStop].([]any)
+		b, bok := stop.([]any)
+		switch {
+		case aok && bok:
+			out[SubagentStop] = append(a[:len(a):len(a)], b...)
+		case !bok || out[SubagentStop] == nil:
+			out[SubagentStop] = stop // a malformed Stop is reported as SubagentStop's
+		}
+	}
+	return out
+}
+
+// jsonable converts the map[any]any of a YAML decoder (recursively) so
+// that encoding/json can encode the value.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = jsonable(e)
+		}
+		return m
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = jsonable(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = jsonable(e)
+		}
+		return s
+	}
+	return v
+}
+
+// DropSession forgets the hooks a session added (its skills' and its
+// agent definition's).
 func (h *Hooks) DropSession(sessionID string) {
 	if h == nil {
 		return
@@ -69,7 +201,8 @@ func (h *Hooks) DropSession(sessionID string) {
 }
 
 // configOf returns the hooks in force for env's session: its project's,
-// then those the session added.
+// then those its skills added, then its agent definition's. A session that
+// added none costs one map look-up.
 func (h *Hooks) configOf(env tool.Env) *Config {
 	root := rootOf(env)
 	base := h.Config(root)
@@ -84,10 +217,14 @@ func (h *Hooks) configOf(env tool.Env) *Config {
 		h.sessMu.RUnlock()
 		return m
 	}
+	cfg, sc := sh.cfg, sh.scoped
 	h.sessMu.RUnlock()
-	m := joinConfigs(base, sh.cfg)
+	m := joinConfigs(base, cfg)
+	if sc != nil {
+		m = joinConfigs(m, sc.forRoot(root))
+	}
 	h.sessMu.Lock()
-	if cur := h.sess[env.SessionID()]; cur == sh {
+	if cur := h.sess[env.SessionID()]; cur == sh && sh.cfg == cfg && sh.scoped == sc {
 		sh.root, sh.base, sh.merged = root, base, m
 	}
 	h.sessMu.Unlock()

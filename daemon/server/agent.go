@@ -38,6 +38,8 @@ type PromptRequest struct {
 	Images                                []PromptImage
 	// Files are file references, read through the pipeline into the prompt.
 	Files []string
+	// NonInteractive: the sender leaves at the prompt's end (tackle run).
+	NonInteractive bool
 }
 
 // PromptImage is an image of a prompt.
@@ -61,7 +63,7 @@ func promptFromProto(req *tacklev1.PromptRequest) (PromptRequest, error) {
 		return PromptRequest{}, invalidf("max_turns must not be negative")
 	}
 	out := PromptRequest{Text: req.GetText(), Model: req.GetModel(), PermissionMode: req.GetPermissionMode(),
-		ClientID: req.GetClientId(), MaxTurns: int(req.GetMaxTurns()), Files: req.GetFiles()}
+		ClientID: req.GetClientId(), MaxTurns: int(req.GetMaxTurns()), Files: req.GetFiles(), NonInteractive: req.GetNonInteractive()}
 	for i, im := range req.GetImages() {
 		if !promptImageTypes[im.GetMediaType()] {
 			return PromptRequest{}, invalidf("image %d: media type %q is not one of image/png, image/jpeg, image/gif, image/webp", i+1, im.GetMediaType())

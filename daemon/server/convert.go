@@ -40,6 +40,7 @@ func sessionToProto(in session.Info) *tacklev1.Session {
 		UpdatedAt:             timeToProto(in.UpdatedAt),
 		LastSeq:               in.LastSeq,
 		FilesRead:             uint32(in.FilesRead),
+		Agent:                 agentLinkToProto(in.Agent),
 	}
 }
 
@@ -90,6 +91,8 @@ func permissionToProto(p *event.PermissionRequest, turnID string) *tacklev1.Perm
 		TurnId:     turnID,
 		Options:    optionsToProto(p.Options, p.AlwaysRule),
 		AlwaysRule: p.AlwaysRule,
+		SessionId:  p.SessionID,
+		Agent:      agentRefToProto(p.Agent),
 	}
 }
 
@@ -183,6 +186,7 @@ func eventToProto(e *event.Event) *tacklev1.Event {
 		Prompt:     promptToProto(e.Prompt),
 		Delta:      deltaToProto(e.Delta),
 		Retry:      retryToProto(e.Retry),
+		Subagent:   subagentToProto(e.Subagent),
 	}
 	if len(e.Message) > 0 {
 		out.MessageJson = string(e.Message)

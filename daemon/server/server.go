@@ -101,6 +101,8 @@ type Options struct {
 	Skills Skills
 	// Agent, if set, serves AgentService (the query loop).
 	Agent Agent
+	// Subagents serves SubagentService (nil: not served).
+	Subagents Subagents
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.
@@ -184,6 +186,9 @@ func New(opts *Options) (*Server, error) {
 	tacklev1.RegisterTackleServiceServer(s.grpc, s)
 	if s.opts.Agent != nil {
 		tacklev1.RegisterAgentServiceServer(s.grpc, &agentService{s: s})
+	}
+	if s.opts.Subagents != nil {
+		tacklev1.RegisterSubagentServiceServer(s.grpc, &subagentService{s: s})
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

@@ -66,6 +66,12 @@ type CreateOptions struct {
 	// MCPConfig are MCP configuration files for this session (--mcp-config),
 	// absolute or relative to Cwd; each must exist.
 	MCPConfig []string
+	// CurrentDir, if set, is the current directory to start in (absolute, an
+	// existing directory): a sub-agent starts where its parent is.
+	CurrentDir string
+	// Agent makes the session a sub-agent's: the session and call that
+	// started it, and its type.
+	Agent *store.AgentLink
 }
 
 // Info is a snapshot of a session's state.
@@ -93,6 +99,8 @@ type Info struct {
 	DefaultForCwd bool
 	// MCPConfig are the session's own MCP configuration files (absolute).
 	MCPConfig []string
+	// Agent is set for a sub-agent's session.
+	Agent *store.AgentLink
 }
 
 // Options configures a Manager. A nil *Options means defaults.
@@ -219,11 +227,25 @@ func (m *Manager) Create(ctx context.Context, o CreateOptions) (s *Session, crea
 		}
 		mcpFiles = append(mcpFiles, filepath.Clean(f))
 	}
+	var current string
+	if o.CurrentDir != "" {
+		if current, err = resolveDir("current directory", o.CurrentDir, cwd); err != nil {
+			return nil, false, err
+		}
+		if current == cwd {
+			current = ""
+		}
+	}
+	var agent *store.AgentLink
+	if o.Agent != nil {
+		a := *o.Agent
+		agent = &a
+	}
 	now := time.Now().UTC()
 	row := store.SessionRow{
-		ID: newID(), Cwd: cwd, AdditionalDirs: dirs, PermissionMode: mode,
+		ID: newID(), Cwd: cwd, CurrentDir: current, AdditionalDirs: dirs, PermissionMode: mode,
 		Env: append([]string(nil), o.Env...), CreatedAt: now, UpdatedAt: now, DefaultForCwd: o.DefaultForCwd,
-		MCPConfig: mcpFiles,
+		MCPConfig: mcpFiles, Agent: agent,
 	}
 	m.mu.Lock()
 	closed := m.closed
@@ -300,7 +322,7 @@ func infoFromRow(r store.SessionRow) Info {
 	return Info{
 		ID: r.ID, Cwd: r.Cwd, CurrentDir: currentDir(r), AdditionalDirs: r.AdditionalDirs, PermissionMode: r.PermissionMode,
 		Todos: r.Todos, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, LastSeq: r.LastSeq,
-		FilesRead: r.FilesRead, Env: r.Env, DefaultForCwd: r.DefaultForCwd, MCPConfig: r.MCPConfig,
+		FilesRead: r.FilesRead, Env: r.Env, DefaultForCwd: r.DefaultForCwd, MCPConfig: r.MCPConfig, Agent: r.Agent,
 	}
 }
 

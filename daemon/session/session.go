@@ -149,6 +149,44 @@ func (s *Session) Cwd() string {
 	return currentDir(s.row)
 }
 
+// Agent returns the link of a sub-agent's session to its parent, nil for
+// a session a client created.
+func (s *Session) Agent() *store.AgentLink {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.row.Agent == nil {
+		return nil
+	}
+	a := *s.row.Agent
+	return &a
+}
+
+// AgentID is the id a sub-agent's session goes by (its session id), ""
+// for a session a client created (hook inputs' agent_id).
+func (s *Session) AgentID() string {
+	if s.Agent() == nil {
+		return ""
+	}
+	return s.id
+}
+
+// AgentType is a sub-agent's type, "" for a session a client created.
+func (s *Session) AgentType() string {
+	if a := s.Agent(); a != nil {
+		return a.AgentType
+	}
+	return ""
+}
+
+// RootSessionID is the session at the top of a sub-agent's tree: itself
+// for a session a client created.
+func (s *Session) RootSessionID() string {
+	if a := s.Agent(); a != nil && a.RootSessionID != "" {
+		return a.RootSessionID
+	}
+	return s.id
+}
+
 // Root returns the session's root directory (Info.Cwd): the project whose
 // settings apply, and the first working directory. It never moves.
 func (s *Session) Root() string {

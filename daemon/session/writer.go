@@ -67,7 +67,7 @@ func newWriter(st *store.Store, log hclog.Logger) *writer {
 // rebuilt from after a restart.
 func durable(t event.Type) bool {
 	switch t {
-	case event.PermissionRequested, event.PermissionResolved, event.SessionUpdated, event.TodosUpdated, event.ShellUpdated, event.Notice,
+	case event.PermissionRequested, event.PermissionResolved, event.SessionUpdated, event.TodosUpdated, event.ShellUpdated, event.SubagentUpdated, event.Notice,
 		event.PromptQueued, event.PromptStarted, event.AssistantMessage, event.ToolResults, event.PromptEnded, event.Compacted:
 		return true
 	}

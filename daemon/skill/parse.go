@@ -550,7 +550,7 @@ var hookEvents = map[string]bool{
 	"PreToolUse": true, "PermissionRequest": true, "PermissionDenied": true, "PostToolUse": true,
 	"PostToolUseFailure": true, "PostToolBatch": true, "Notification": true, "SessionStart": true,
 	"SessionEnd": true, "CwdChanged": true, "ConfigChange": true, "UserPromptSubmit": true, "Stop": true,
-	"SubagentStop": true, "PreCompact": true,
+	"SubagentStart": true, "SubagentStop": true, "PreCompact": true,
 }
 
 // hooks converts frontmatter hooks to the settings JSON shape.

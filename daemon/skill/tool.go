@@ -35,6 +35,18 @@ type ToolOptions struct {
 	// Vars returns the effort of the session for ${CLAUDE_EFFORT}, and may
 	// override the project directory (default: the first working directory).
 	Vars func(env tool.Env) Vars
+	// Fork runs a context: fork skill's rendered text as the task of a
+	// sub-agent (nil: such skills are refused).
+	Fork func(ctx context.Context, call *tool.Call, sk *Skill, task string, progress tool.Progress) (Forked, error)
+}
+
+// Forked is what became of a forked skill's sub-agent.
+type Forked struct {
+	AgentID string
+	// Background is set when the agent runs on and reports later; Result
+	// is then the line that says so, else the agent's report.
+	Background bool
+	Result     string
 }
 
 // Tool is the Skill tool: {skill, args?} loads a skill's rendered
@@ -138,8 +150,8 @@ func (t *Tool) resolve(call *tool.Call) (input, *Skill, error) {
 			in.Skill, strings.Join(sk.Paths, ", "), available(v))
 	case !sk.ModelInvocable:
 		return in, nil, fmt.Errorf("skill %q can only be run by a person (disable-model-invocation). %s", in.Skill, available(v))
-	case sk.Context == "fork":
-		return in, nil, fmt.Errorf("skill %q runs in a forked context (context: fork), which needs the agent loop (not available yet): follow the task without it", in.Skill)
+	case sk.Context == "fork" && t.o.Fork == nil:
+		return in, nil, fmt.Errorf("skill %q runs in a forked context (context: fork), which this session cannot start: follow the task without it", in.Skill)
 	case sk.Prompt != nil:
 		return in, nil, fmt.Errorf("skill %q is an MCP prompt, which the Skill tool cannot fetch yet", in.Skill)
 	}
@@ -196,7 +208,7 @@ func (t *Tool) CheckPermission(_ context.Context, call *tool.Call) (tool.Access,
 // Run implements tool.Tool: renders the skill (its !`cmd` lines run as
 // nested Bash calls through the pipeline), registers its hooks, grants its
 // allowed-tools for the turn and records the use.
-func (t *Tool) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool.Result, error) {
+func (t *Tool) Run(ctx context.Context, call *tool.Call, progress tool.Progress) (*tool.Result, error) {
 	in, sk, err := t.resolve(call)
 	if err != nil {
 		return tool.ErrorResult(err.Error()), nil
@@ -233,6 +245,9 @@ func (t *Tool) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	if t.o.Used != nil {
 		t.o.Used(sid, sk.Name)
 	}
+	if sk.Context == "fork" {
+		return t.fork(ctx, call, sk, text, progress)
+	}
 
 	st := map[string]any{"success": true, "commandName": sk.Name, "status": "inline"}
 	if len(sk.AllowedTools) > 0 {
@@ -251,6 +266,29 @@ func (t *Tool) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	res := tool.TextResult(text)
 	res.Structured = structured
 	res.Display = "loaded skill " + sk.Name
+	return res, nil
+}
+
+// fork runs a rendered context: fork skill as a sub-agent and answers as
+// Claude Code does (agent.md §6).
+func (t *Tool) fork(ctx context.Context, call *tool.Call, sk *Skill, text string, progress tool.Progress) (*tool.Result, error) {
+	f, err := t.o.Fork(ctx, call, sk, text, progress)
+	if err != nil {
+		return tool.ErrorResult(fmt.Sprintf("skill %q could not start its forked agent: %v", sk.Name, err)), nil
+	}
+	st := map[string]any{"success": true, "commandName": sk.Name, "status": "forked", "agentId": f.AgentID, "result": f.Result}
+	head := fmt.Sprintf("Skill %q completed (forked execution).", sk.Name)
+	if f.Background {
+		st["background"] = true
+		head = fmt.Sprintf("Skill %q launched (forked execution, running in the background).", sk.Name)
+	}
+	structured, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the skill result: %w", err)
+	}
+	res := tool.TextResult(head + "\n" + f.Result)
+	res.Structured = structured
+	res.Display = "forked skill " + sk.Name
 	return res, nil
 }
 

@@ -193,7 +193,7 @@ func TestSkillToolErrors(t *testing.T) {
 	}{
 		{`{"skill":"nope"}`, `unknown skill "nope". Available skills: forked, granting, hooked, plain.`},
 		{`{"skill":"  "}`, "skill is empty"},
-		{`{"skill":"forked"}`, `skill "forked" runs in a forked context (context: fork), which needs the agent loop (not available yet)`},
+		{`{"skill":"forked"}`, `skill "forked" runs in a forked context (context: fork), which this session cannot start`},
 		{`{"skill":"people-only"}`, `skill "people-only" can only be run by a person (disable-model-invocation). Available skills: forked, granting, hooked, plain.`},
 		{`{"skill":"go-only"}`, `skill "go-only" is not active: it applies only to files matching **/*.go, and none was touched yet.`},
 		{`[1]`, "the input is not valid JSON for Skill"},

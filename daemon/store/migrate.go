@@ -121,6 +121,11 @@ CREATE TABLE loaded_tools (
 	PRIMARY KEY (session_id, name)
 ) WITHOUT ROWID;
 `,
+	// 7: a sub-agent's session names its parent: a JSON object
+	// (AgentLink), NULL for a session a client created.
+	`
+ALTER TABLE sessions ADD COLUMN agent TEXT;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -30,13 +30,31 @@ type SessionRow struct {
 	// MCPConfig are the MCP configuration files given when the session was
 	// created (absolute paths).
 	MCPConfig []string
+	// Agent is set for a sub-agent's session (its parent and type); nil
+	// for a session a client created.
+	Agent *AgentLink
 	// LastSeq and FilesRead are computed (read-only): the highest event
 	// sequence number and the number of read-state entries.
 	LastSeq   uint64
 	FilesRead int
 }
 
-const sessionColumns = `id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd, mcp_config,
+// AgentLink ties a sub-agent's session to the session and the call that
+// started it.
+type AgentLink struct {
+	ParentSessionID string `json:"parent_session_id"`
+	ParentCallID    string `json:"parent_call_id"`
+	// RootSessionID is the session at the top of the tree: its clients
+	// answer the child's permission requests, its rules apply.
+	RootSessionID string `json:"root_session_id"`
+	AgentType     string `json:"agent_type"`
+	Description   string `json:"description,omitempty"`
+	// Depth is 1 for a child of a client's session.
+	Depth      int  `json:"depth"`
+	Background bool `json:"background,omitempty"`
+}
+
+const sessionColumns = `id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd, mcp_config, agent,
 	(SELECT COALESCE(MAX(last_seq), 0) FROM event_chunks WHERE session_id = sessions.id),
 	(SELECT COUNT(*) FROM read_state WHERE session_id = sessions.id)`
 
@@ -46,12 +64,12 @@ func scanSession(r rowScanner) (SessionRow, error) {
 	var (
 		row                 SessionRow
 		dirs, env, mcpCfg   string
-		todos               sql.NullString
+		todos, agent        sql.NullString
 		created, updated    int64
 		isDefault           bool
 		lastSeq, filesCount int64
 	)
-	if err := r.Scan(&row.ID, &row.Cwd, &row.CurrentDir, &dirs, &row.PermissionMode, &env, &todos, &created, &updated, &isDefault, &mcpCfg, &lastSeq, &filesCount); err != nil {
+	if err := r.Scan(&row.ID, &row.Cwd, &row.CurrentDir, &dirs, &row.PermissionMode, &env, &todos, &created, &updated, &isDefault, &mcpCfg, &agent, &lastSeq, &filesCount); err != nil {
 		return row, err
 	}
 	if err := json.Unmarshal([]byte(dirs), &row.AdditionalDirs); err != nil {
@@ -65,6 +83,12 @@ func scanSession(r rowScanner) (SessionRow, error) {
 	}
 	if todos.Valid {
 		row.Todos = json.RawMessage(todos.String)
+	}
+	if agent.Valid {
+		row.Agent = &AgentLink{}
+		if err := json.Unmarshal([]byte(agent.String), row.Agent); err != nil {
+			return row, fmt.Errorf("decoding agent of session %s: %w", row.ID, err)
+		}
 	}
 	row.CreatedAt = time.Unix(0, created).UTC()
 	row.UpdatedAt = time.Unix(0, updated).UTC()
@@ -92,10 +116,15 @@ func nullJSON(r json.RawMessage) sql.NullString {
 // InsertSession adds a session. If r.DefaultForCwd is set and the directory
 // already has a default session, it returns ErrDefaultExists and adds nothing.
 func (s *Store) InsertSession(ctx context.Context, r SessionRow) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd, mcp_config)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	var agent sql.NullString
+	if r.Agent != nil {
+		b, _ := json.Marshal(r.Agent) // cannot fail: strings and numbers
+		agent = sql.NullString{String: string(b), Valid: true}
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO sessions (id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd, mcp_config, agent)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.Cwd, r.CurrentDir, jsonList(r.AdditionalDirs), r.PermissionMode, jsonList(r.Env), nullJSON(r.Todos),
-		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(), r.DefaultForCwd, jsonList(r.MCPConfig))
+		r.CreatedAt.UnixNano(), r.UpdatedAt.UnixNano(), r.DefaultForCwd, jsonList(r.MCPConfig), agent)
 	if err != nil {
 		if r.DefaultForCwd && isConstraint(err) {
 			return ErrDefaultExists

@@ -282,6 +282,34 @@ func (r *Request) LastUserText() string {
 	return ""
 }
 
+// FirstUserText is the text of the first user message: what a
+// conversation began with, which tells apart the conversations of a
+// parent and its sub-agents.
+func (r *Request) FirstUserText() string {
+	switch {
+	case r.Anthropic != nil:
+		for _, m := range r.Anthropic.Messages {
+			if m.Role != "user" {
+				continue
+			}
+			var b strings.Builder
+			for _, bl := range m.Content {
+				if bl.Type == "text" {
+					b.WriteString(bl.Text)
+				}
+			}
+			return b.String()
+		}
+	case r.OpenAI != nil:
+		for _, m := range r.OpenAI.Messages {
+			if m.Role == "user" {
+				return m.Text()
+			}
+		}
+	}
+	return ""
+}
+
 // System is the system prompt as text: Anthropic's system, or the openai
 // system and developer messages joined by blank lines.
 func (r *Request) System() string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,6 +35,29 @@ func Turns(turns ...Turn) Script {
 		}
 		next++
 		return turns[next-1]
+	}
+}
+
+// Route is one conversation of a Conversations script: the requests
+// whose first user message contains Prompt get Script's turns.
+type Route struct {
+	Prompt string
+	Script Script
+}
+
+// Conversations scripts several conversations at once (a parent and its
+// sub-agents, whose requests interleave): each request goes to the first
+// route whose Prompt its first user message contains. A request of no
+// route is unplanned.
+func Conversations(routes ...Route) Script {
+	return func(r *Request) Turn {
+		first := r.FirstUserText()
+		for _, rt := range routes {
+			if strings.Contains(first, rt.Prompt) {
+				return rt.Script(r)
+			}
+		}
+		return Turn{unplanned: fmt.Sprintf("request %d belongs to no conversation of the script (its first user message: %.80q)", r.Index, first)}
 	}
 }
 

@@ -45,7 +45,7 @@ func GitStatus(ctx context.Context, dir string) string {
 	if err != nil {
 		return ""
 	}
-	if key, path := gitHazard(root); key != "" {
+	if key, path := GitHazard(root); key != "" {
 		return fmt.Sprintf("(git status was not run: %s sets %s, which would make git run a program)", path, key)
 	}
 	ctx, cancel := context.WithTimeout(ctx, GitStatusTimeout)
@@ -54,7 +54,7 @@ func GitStatus(ctx context.Context, dir string) string {
 		"-c", "core.fsmonitor=false",
 		"status", "--short", "--branch", "--ignore-submodules=all")
 	cmd.Dir = dir
-	cmd.Env = gitEnv(os.Environ())
+	cmd.Env = GitEnv(os.Environ())
 	out := &capWriter{max: MaxGitStatus}
 	cmd.Stdout = out
 	cmd.WaitDelay = 250 * time.Millisecond // a grandchild holding stdout must not hold us
@@ -67,9 +67,9 @@ func GitStatus(ctx context.Context, dir string) string {
 	return out.String()
 }
 
-// gitEnv is env for a git command of tackle's own: nothing inherited that
+// GitEnv is env for a git command of tackle's own: nothing inherited that
 // points git at another repository, and no prompt for credentials.
-func gitEnv(env []string) []string {
+func GitEnv(env []string) []string {
 	out := make([]string, 0, len(env)+2)
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -127,10 +127,11 @@ func (w *capWriter) String() string {
 	return fmt.Sprintf("%s\n… %d more lines (run git status to see them)", text, max(lines-shown, 0))
 }
 
-// gitHazard returns the first key in the repository's own config files
-// that would make git status run a program, with the file's path; "" when
-// there is none.
-func gitHazard(root string) (key, path string) {
+// GitHazard returns the first key in the repository's own config files
+// that would make git status (or a checkout) run a program, with the
+// file's path; "" when there is none. Hooks are not looked at: a git
+// command of tackle's turns them off (core.hooksPath).
+func GitHazard(root string) (key, path string) {
 	for _, p := range gitConfigPaths(root) {
 		data, err := safefile.Read(p, safefile.LimitSettings)
 		switch {

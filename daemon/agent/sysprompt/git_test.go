@@ -198,9 +198,9 @@ func TestCapWriter(t *testing.T) {
 }
 
 func TestGitEnv(t *testing.T) {
-	got := gitEnv([]string{"PATH=/bin", "GIT_DIR=/x", "GIT_WORK_TREE=/y", "GIT_TERMINAL_PROMPT=1", "HOME=/h"})
+	got := GitEnv([]string{"PATH=/bin", "GIT_DIR=/x", "GIT_WORK_TREE=/y", "GIT_TERMINAL_PROMPT=1", "HOME=/h"})
 	want := []string{"PATH=/bin", "HOME=/h", "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("gitEnv = %q, want %q", got, want)
+		t.Errorf("GitEnv = %q, want %q", got, want)
 	}
 }

@@ -107,6 +107,18 @@ var scopeNote = map[string]string{
 // specific first). Files with nothing but white space are left out. The
 // same arguments always give the same text, so the prompt caches.
 func Build(info Info, memory []MemoryFile) string {
+	return build(intro, info, memory)
+}
+
+// BuildAgent is a sub-agent's system prompt: its definition's body in
+// place of tackle's own text, then the environment block and the memory
+// files as Build writes them (a read-only scout passes none, and no git
+// status).
+func BuildAgent(body string, info Info, memory []MemoryFile) string {
+	return build(strings.TrimRight(body, "\n")+"\n", info, memory)
+}
+
+func build(intro string, info Info, memory []MemoryFile) string {
 	var b strings.Builder
 	b.WriteString(intro)
 

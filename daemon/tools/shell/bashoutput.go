@@ -87,8 +87,12 @@ func (t *BashOutput) Validate(ctx context.Context, call *tool.Call) error {
 	return t.s.checkID(call.Env.SessionID(), in.id())
 }
 
-// checkID is the error for an unknown shell id, naming the session's shells.
+// checkID is the error for an unknown shell id, naming the session's
+// shells. A task of Options.Tasks (a sub-agent) passes.
 func (s *Shells) checkID(sessionID, id string) error {
+	if s.isTask(sessionID, id) {
+		return nil
+	}
 	if _, err := s.lookup(sessionID, id); err != nil {
 		return fmt.Errorf("no background shell %q in this session. %s", id, describeShells(s.ids(sessionID)))
 	}
@@ -106,13 +110,21 @@ func (t *BashOutput) Run(ctx context.Context, call *tool.Call, _ tool.Progress) 
 	if err != nil {
 		return nil, err
 	}
-	sh, err := t.s.lookup(call.Env.SessionID(), in.id())
-	if err != nil {
-		return tool.ErrorResult(t.s.checkID(call.Env.SessionID(), in.id()).Error()), nil
-	}
 	block := call.Name == "TaskOutput"
 	if in.Block != nil {
 		block = *in.Block
+	}
+	if t.s.isTask(call.Env.SessionID(), in.id()) {
+		wait, _ := clampDuration(in.Timeout, 30*time.Second, t.s.opts.MaxTimeout, "timeout")
+		text, err := t.s.opts.Tasks.Output(ctx, call.Env.SessionID(), in.id(), block, wait)
+		if err != nil {
+			return tool.ErrorResult(err.Error()), nil
+		}
+		return &tool.Result{Content: []tool.Content{tool.Text(text)}, Display: in.id()}, nil
+	}
+	sh, err := t.s.lookup(call.Env.SessionID(), in.id())
+	if err != nil {
+		return tool.ErrorResult(t.s.checkID(call.Env.SessionID(), in.id()).Error()), nil
 	}
 	if block {
 		wait, _ := clampDuration(in.Timeout, 30*time.Second, t.s.opts.MaxTimeout, "timeout")
@@ -140,4 +152,9 @@ func (t *BashOutput) Run(ctx context.Context, call *tool.Call, _ tool.Progress) 
 		sb.WriteString("<output>(no new output)</output>")
 	}
 	return &tool.Result{Content: []tool.Content{tool.Text(sb.String())}, Display: fmt.Sprintf("%s: %s", info.ID, info.Status)}, nil
+}
+
+// isTask reports whether id is one of the session's other tasks.
+func (s *Shells) isTask(sessionID, id string) bool {
+	return s.opts.Tasks != nil && s.opts.Tasks.Has(sessionID, id)
 }

@@ -86,6 +86,13 @@ func (t *KillShell) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (
 		return nil, err
 	}
 	sid := call.Env.SessionID()
+	if t.s.isTask(sid, id) {
+		msg, err := t.s.opts.Tasks.Stop(sid, id)
+		if err != nil {
+			return tool.ErrorResult(err.Error()), nil
+		}
+		return &tool.Result{Content: []tool.Content{tool.Text(msg)}, Display: id}, nil
+	}
 	sh, err := t.s.lookup(sid, id)
 	if err != nil {
 		return tool.ErrorResult(t.s.checkID(sid, id).Error()), nil

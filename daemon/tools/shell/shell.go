@@ -28,6 +28,7 @@
 package shell
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,19 @@ var ErrNotFound = errors.New("shell not found")
 
 // errClosed is returned for a background start after Close.
 var errClosed = errors.New("the shell registry is closed (the daemon is stopping)")
+
+// Tasks are background tasks other than shells (sub-agents), which
+// BashOutput/TaskOutput and KillShell/TaskStop reach by id. Ids never
+// clash with shells' (bash_N).
+type Tasks interface {
+	// Has reports whether id is a task of the session.
+	Has(sessionID, id string) bool
+	// Output is the task's state and output; block waits for its end, at
+	// most wait.
+	Output(ctx context.Context, sessionID, id string, block bool, wait time.Duration) (string, error)
+	// Stop stops the task and says what became of it.
+	Stop(sessionID, id string) (string, error)
+}
 
 // Options configures Shells. A nil *Options means the defaults.
 type Options struct {
@@ -68,6 +82,9 @@ type Options struct {
 	// OnChange is called when a background shell starts, exits or is killed,
 	// never with a lock held; it may be nil.
 	OnChange func(sessionID string, info event.ShellInfo)
+	// Tasks, if set, are the session's other background tasks (its
+	// sub-agents): TaskOutput and TaskStop reach them by id too.
+	Tasks Tasks
 	// Logger receives problems no caller can be told about (nil: none).
 	Logger hclog.Logger
 }

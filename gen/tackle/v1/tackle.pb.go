@@ -1182,7 +1182,9 @@ type Session struct {
 	// current_dir is where Bash's cd left the session (tool calls run there);
 	// the root directory until then. In a session_updated event it is set
 	// when the current directory changed (and cwd too, for older clients).
-	CurrentDir    string `protobuf:"bytes,10,opt,name=current_dir,json=currentDir,proto3" json:"current_dir,omitempty"`
+	CurrentDir string `protobuf:"bytes,10,opt,name=current_dir,json=currentDir,proto3" json:"current_dir,omitempty"`
+	// agent is set for a sub-agent's session: its parent and type.
+	Agent         *AgentLink `protobuf:"bytes,11,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1285,6 +1287,13 @@ func (x *Session) GetCurrentDir() string {
 		return x.CurrentDir
 	}
 	return ""
+}
+
+func (x *Session) GetAgent() *AgentLink {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
 }
 
 // Snapshot is the state of a session when a client subscribes.
@@ -1844,8 +1853,13 @@ type PermissionRequest struct {
 	// always_rule is the concrete rule an allow_always answer saves, e.g.
 	// "Bash(npm test *)" (empty when "always" cannot be offered).
 	AlwaysRule string `protobuf:"bytes,9,opt,name=always_rule,json=alwaysRule,proto3" json:"always_rule,omitempty"`
-	// session_id is set where requests of several sessions are listed.
-	SessionId     string `protobuf:"bytes,10,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// session_id is set where requests of several sessions are listed, and
+	// for a sub-agent's request (announced in its root session): the child
+	// session that asks.
+	SessionId string `protobuf:"bytes,10,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// agent names the sub-agent that asks (agent_id, agent_type,
+	// description); unset for the session's own calls.
+	Agent         *AgentRef `protobuf:"bytes,11,opt,name=agent,proto3" json:"agent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1950,6 +1964,361 @@ func (x *PermissionRequest) GetSessionId() string {
 	return ""
 }
 
+func (x *PermissionRequest) GetAgent() *AgentRef {
+	if x != nil {
+		return x.Agent
+	}
+	return nil
+}
+
+// AgentRef names a sub-agent to people.
+type AgentRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the agent's id: its child session's id.
+	Id          string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Type        string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// parent_call_id is the Agent call that started it.
+	ParentCallId  string `protobuf:"bytes,4,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentRef) Reset() {
+	*x = AgentRef{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentRef) ProtoMessage() {}
+
+func (x *AgentRef) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentRef.ProtoReflect.Descriptor instead.
+func (*AgentRef) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *AgentRef) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *AgentRef) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AgentRef) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *AgentRef) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
+}
+
+// AgentLink ties a sub-agent's session to the session and the call that
+// started it.
+type AgentLink struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ParentSessionId string                 `protobuf:"bytes,1,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	ParentCallId    string                 `protobuf:"bytes,2,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	// root_session_id is the session at the top of the tree: its clients
+	// answer the child's permission requests.
+	RootSessionId string `protobuf:"bytes,3,opt,name=root_session_id,json=rootSessionId,proto3" json:"root_session_id,omitempty"`
+	AgentType     string `protobuf:"bytes,4,opt,name=agent_type,json=agentType,proto3" json:"agent_type,omitempty"`
+	Description   string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	// depth is 1 for a child of a client's session.
+	Depth         int32 `protobuf:"varint,6,opt,name=depth,proto3" json:"depth,omitempty"`
+	Background    bool  `protobuf:"varint,7,opt,name=background,proto3" json:"background,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentLink) Reset() {
+	*x = AgentLink{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentLink) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentLink) ProtoMessage() {}
+
+func (x *AgentLink) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentLink.ProtoReflect.Descriptor instead.
+func (*AgentLink) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *AgentLink) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
+	}
+	return ""
+}
+
+func (x *AgentLink) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
+}
+
+func (x *AgentLink) GetRootSessionId() string {
+	if x != nil {
+		return x.RootSessionId
+	}
+	return ""
+}
+
+func (x *AgentLink) GetAgentType() string {
+	if x != nil {
+		return x.AgentType
+	}
+	return ""
+}
+
+func (x *AgentLink) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *AgentLink) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *AgentLink) GetBackground() bool {
+	if x != nil {
+		return x.Background
+	}
+	return false
+}
+
+// Subagent is a sub-agent as its parent session's subagent_updated events
+// and SubagentService show it.
+type Subagent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the agent's id: its child session's id.
+	Id              string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SessionId       string `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ParentSessionId string `protobuf:"bytes,3,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	ParentCallId    string `protobuf:"bytes,4,opt,name=parent_call_id,json=parentCallId,proto3" json:"parent_call_id,omitempty"`
+	AgentType       string `protobuf:"bytes,5,opt,name=agent_type,json=agentType,proto3" json:"agent_type,omitempty"`
+	Description     string `protobuf:"bytes,6,opt,name=description,proto3" json:"description,omitempty"`
+	// status: running, completed, failed, killed, blocked (waiting for a
+	// permission answer).
+	Status     string `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	Background bool   `protobuf:"varint,8,opt,name=background,proto3" json:"background,omitempty"`
+	ToolUses   int32  `protobuf:"varint,9,opt,name=tool_uses,json=toolUses,proto3" json:"tool_uses,omitempty"`
+	// tokens is the size of its context at its last request.
+	Tokens     int64                  `protobuf:"varint,10,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	DurationMs int64                  `protobuf:"varint,11,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	Started    *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=started,proto3" json:"started,omitempty"`
+	Depth      int32                  `protobuf:"varint,13,opt,name=depth,proto3" json:"depth,omitempty"`
+	Model      string                 `protobuf:"bytes,14,opt,name=model,proto3" json:"model,omitempty"`
+	// error is set for failed.
+	Error string `protobuf:"bytes,15,opt,name=error,proto3" json:"error,omitempty"`
+	// worktree_path and worktree_branch are set for isolation: worktree.
+	WorktreePath   string `protobuf:"bytes,16,opt,name=worktree_path,json=worktreePath,proto3" json:"worktree_path,omitempty"`
+	WorktreeBranch string `protobuf:"bytes,17,opt,name=worktree_branch,json=worktreeBranch,proto3" json:"worktree_branch,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *Subagent) Reset() {
+	*x = Subagent{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Subagent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Subagent) ProtoMessage() {}
+
+func (x *Subagent) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
+func (*Subagent) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *Subagent) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Subagent) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *Subagent) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
+	}
+	return ""
+}
+
+func (x *Subagent) GetParentCallId() string {
+	if x != nil {
+		return x.ParentCallId
+	}
+	return ""
+}
+
+func (x *Subagent) GetAgentType() string {
+	if x != nil {
+		return x.AgentType
+	}
+	return ""
+}
+
+func (x *Subagent) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Subagent) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Subagent) GetBackground() bool {
+	if x != nil {
+		return x.Background
+	}
+	return false
+}
+
+func (x *Subagent) GetToolUses() int32 {
+	if x != nil {
+		return x.ToolUses
+	}
+	return 0
+}
+
+func (x *Subagent) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *Subagent) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *Subagent) GetStarted() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Started
+	}
+	return nil
+}
+
+func (x *Subagent) GetDepth() int32 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *Subagent) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *Subagent) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Subagent) GetWorktreePath() string {
+	if x != nil {
+		return x.WorktreePath
+	}
+	return ""
+}
+
+func (x *Subagent) GetWorktreeBranch() string {
+	if x != nil {
+		return x.WorktreeBranch
+	}
+	return ""
+}
+
 // PermissionOption is one answer a client may give to a permission request.
 type PermissionOption struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1968,7 +2337,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2349,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2362,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionOption) GetOption() string {
@@ -2043,7 +2412,7 @@ type PermissionResolved struct {
 
 func (x *PermissionResolved) Reset() {
 	*x = PermissionResolved{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2424,7 @@ func (x *PermissionResolved) String() string {
 func (*PermissionResolved) ProtoMessage() {}
 
 func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2437,7 @@ func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionResolved.ProtoReflect.Descriptor instead.
 func (*PermissionResolved) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PermissionResolved) GetRequestId() string {
@@ -2135,7 +2504,7 @@ type HookRun struct {
 
 func (x *HookRun) Reset() {
 	*x = HookRun{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2147,7 +2516,7 @@ func (x *HookRun) String() string {
 func (*HookRun) ProtoMessage() {}
 
 func (x *HookRun) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2160,7 +2529,7 @@ func (x *HookRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookRun.ProtoReflect.Descriptor instead.
 func (*HookRun) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *HookRun) GetHook() string {
@@ -2230,7 +2599,9 @@ type Event struct {
 	// todos_updated, shell_updated, hook_ran, tools_changed (the session's
 	// tool pool changed: an MCP server connected, failed or changed its list;
 	// text names the server), skills_changed (skills were discovered or
-	// activated by a touched file; text names them).
+	// activated by a touched file; text names them), subagent_updated (a
+	// sub-agent of this session started, called a tool or ended: subagent;
+	// for a foreground one call_id is the Agent call).
 	Type   string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	TurnId string `protobuf:"bytes,5,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	CallId string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -2266,14 +2637,17 @@ type Event struct {
 	// ({"role", "content": [blocks]}). These events must be delivered.
 	MessageJson string `protobuf:"bytes,19,opt,name=message_json,json=messageJson,proto3" json:"message_json,omitempty"`
 	// retry is set for model_retry: a model request failed and is retried.
-	Retry         *ModelRetry `protobuf:"bytes,20,opt,name=retry,proto3" json:"retry,omitempty"`
+	Retry *ModelRetry `protobuf:"bytes,20,opt,name=retry,proto3" json:"retry,omitempty"`
+	// subagent is set for subagent_updated: a sub-agent of this session
+	// started, made progress (a tool call) or ended.
+	Subagent      *Subagent `protobuf:"bytes,21,opt,name=subagent,proto3" json:"subagent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2285,7 +2659,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2298,7 +2672,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2441,6 +2815,13 @@ func (x *Event) GetRetry() *ModelRetry {
 	return nil
 }
 
+func (x *Event) GetSubagent() *Subagent {
+	if x != nil {
+		return x.Subagent
+	}
+	return nil
+}
+
 // PromptInfo is one prompt of a session.
 type PromptInfo struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -2461,7 +2842,7 @@ type PromptInfo struct {
 
 func (x *PromptInfo) Reset() {
 	*x = PromptInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2473,7 +2854,7 @@ func (x *PromptInfo) String() string {
 func (*PromptInfo) ProtoMessage() {}
 
 func (x *PromptInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2486,7 +2867,7 @@ func (x *PromptInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptInfo.ProtoReflect.Descriptor instead.
 func (*PromptInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PromptInfo) GetId() string {
@@ -2565,7 +2946,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2577,7 +2958,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2590,7 +2971,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -2638,7 +3019,7 @@ type AssistantDelta struct {
 
 func (x *AssistantDelta) Reset() {
 	*x = AssistantDelta{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2650,7 +3031,7 @@ func (x *AssistantDelta) String() string {
 func (*AssistantDelta) ProtoMessage() {}
 
 func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2663,7 +3044,7 @@ func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssistantDelta.ProtoReflect.Descriptor instead.
 func (*AssistantDelta) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AssistantDelta) GetPromptId() string {
@@ -2722,7 +3103,7 @@ type ModelRetry struct {
 
 func (x *ModelRetry) Reset() {
 	*x = ModelRetry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2734,7 +3115,7 @@ func (x *ModelRetry) String() string {
 func (*ModelRetry) ProtoMessage() {}
 
 func (x *ModelRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2747,7 +3128,7 @@ func (x *ModelRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRetry.ProtoReflect.Descriptor instead.
 func (*ModelRetry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ModelRetry) GetPromptId() string {
@@ -2804,7 +3185,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +3197,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +3210,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -2886,7 +3267,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2898,7 +3279,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2911,7 +3292,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -2937,7 +3318,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2949,7 +3330,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2962,7 +3343,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -2975,7 +3356,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2987,7 +3368,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3000,7 +3381,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -3020,7 +3401,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3032,7 +3413,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3045,7 +3426,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -3065,7 +3446,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3077,7 +3458,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3090,7 +3471,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -3110,7 +3491,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3122,7 +3503,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3135,7 +3516,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -3154,7 +3535,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3166,7 +3547,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3179,7 +3560,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -3198,7 +3579,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3210,7 +3591,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3223,7 +3604,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -3291,7 +3672,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3303,7 +3684,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3316,7 +3697,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -3374,7 +3755,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3386,7 +3767,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3399,7 +3780,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3437,7 +3818,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3449,7 +3830,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3462,7 +3843,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -3490,7 +3871,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3502,7 +3883,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3515,7 +3896,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -3543,7 +3924,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3555,7 +3936,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3568,7 +3949,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -3594,7 +3975,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3606,7 +3987,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3619,7 +4000,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
 }
 
 // StatusResponse describes the daemon.
@@ -3640,7 +4021,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3652,7 +4033,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3665,7 +4046,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -3740,7 +4121,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3752,7 +4133,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3765,7 +4146,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -3777,7 +4158,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3789,7 +4170,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3802,7 +4183,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
 }
 
 // ListShellsRequest names the session.
@@ -3815,7 +4196,7 @@ type ListShellsRequest struct {
 
 func (x *ListShellsRequest) Reset() {
 	*x = ListShellsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3827,7 +4208,7 @@ func (x *ListShellsRequest) String() string {
 func (*ListShellsRequest) ProtoMessage() {}
 
 func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3840,7 +4221,7 @@ func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
 func (*ListShellsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListShellsRequest) GetSessionId() string {
@@ -3860,7 +4241,7 @@ type ListShellsResponse struct {
 
 func (x *ListShellsResponse) Reset() {
 	*x = ListShellsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3872,7 +4253,7 @@ func (x *ListShellsResponse) String() string {
 func (*ListShellsResponse) ProtoMessage() {}
 
 func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3885,7 +4266,7 @@ func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
 func (*ListShellsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListShellsResponse) GetShells() []*BackgroundShell {
@@ -3910,7 +4291,7 @@ type ReadShellOutputRequest struct {
 
 func (x *ReadShellOutputRequest) Reset() {
 	*x = ReadShellOutputRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3922,7 +4303,7 @@ func (x *ReadShellOutputRequest) String() string {
 func (*ReadShellOutputRequest) ProtoMessage() {}
 
 func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3935,7 +4316,7 @@ func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ReadShellOutputRequest) GetSessionId() string {
@@ -3982,7 +4363,7 @@ type ReadShellOutputResponse struct {
 
 func (x *ReadShellOutputResponse) Reset() {
 	*x = ReadShellOutputResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3994,7 +4375,7 @@ func (x *ReadShellOutputResponse) String() string {
 func (*ReadShellOutputResponse) ProtoMessage() {}
 
 func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4007,7 +4388,7 @@ func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReadShellOutputResponse) GetData() []byte {
@@ -4042,7 +4423,7 @@ type KillShellRequest struct {
 
 func (x *KillShellRequest) Reset() {
 	*x = KillShellRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4054,7 +4435,7 @@ func (x *KillShellRequest) String() string {
 func (*KillShellRequest) ProtoMessage() {}
 
 func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4067,7 +4448,7 @@ func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
 func (*KillShellRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *KillShellRequest) GetSessionId() string {
@@ -4095,7 +4476,7 @@ type KillShellResponse struct {
 
 func (x *KillShellResponse) Reset() {
 	*x = KillShellResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4107,7 +4488,7 @@ func (x *KillShellResponse) String() string {
 func (*KillShellResponse) ProtoMessage() {}
 
 func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4120,7 +4501,7 @@ func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
 func (*KillShellResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *KillShellResponse) GetShell() *BackgroundShell {
@@ -4140,7 +4521,7 @@ type ListPendingPermissionsRequest struct {
 
 func (x *ListPendingPermissionsRequest) Reset() {
 	*x = ListPendingPermissionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4152,7 +4533,7 @@ func (x *ListPendingPermissionsRequest) String() string {
 func (*ListPendingPermissionsRequest) ProtoMessage() {}
 
 func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4165,7 +4546,7 @@ func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListPendingPermissionsRequest) GetSessionId() string {
@@ -4185,7 +4566,7 @@ type ListPendingPermissionsResponse struct {
 
 func (x *ListPendingPermissionsResponse) Reset() {
 	*x = ListPendingPermissionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4197,7 +4578,7 @@ func (x *ListPendingPermissionsResponse) String() string {
 func (*ListPendingPermissionsResponse) ProtoMessage() {}
 
 func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4210,7 +4591,7 @@ func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListPendingPermissionsResponse) GetRequests() []*PermissionRequest {
@@ -4237,7 +4618,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4249,7 +4630,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4262,7 +4643,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ExplainRequest) GetSessionId() string {
@@ -4317,7 +4698,7 @@ type RuleSource struct {
 
 func (x *RuleSource) Reset() {
 	*x = RuleSource{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4329,7 +4710,7 @@ func (x *RuleSource) String() string {
 func (*RuleSource) ProtoMessage() {}
 
 func (x *RuleSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4342,7 +4723,7 @@ func (x *RuleSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleSource.ProtoReflect.Descriptor instead.
 func (*RuleSource) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *RuleSource) GetScope() string {
@@ -4385,7 +4766,7 @@ type ExplainStep struct {
 
 func (x *ExplainStep) Reset() {
 	*x = ExplainStep{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4397,7 +4778,7 @@ func (x *ExplainStep) String() string {
 func (*ExplainStep) ProtoMessage() {}
 
 func (x *ExplainStep) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4410,7 +4791,7 @@ func (x *ExplainStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainStep.ProtoReflect.Descriptor instead.
 func (*ExplainStep) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ExplainStep) GetStage() string {
@@ -4457,7 +4838,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4469,7 +4850,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4482,7 +4863,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ExplainResponse) GetDecision() string {
@@ -4552,7 +4933,7 @@ type ListRulesRequest struct {
 
 func (x *ListRulesRequest) Reset() {
 	*x = ListRulesRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4564,7 +4945,7 @@ func (x *ListRulesRequest) String() string {
 func (*ListRulesRequest) ProtoMessage() {}
 
 func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4577,7 +4958,7 @@ func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ListRulesRequest) GetSessionId() string {
@@ -4609,7 +4990,7 @@ type PermissionRule struct {
 
 func (x *PermissionRule) Reset() {
 	*x = PermissionRule{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4621,7 +5002,7 @@ func (x *PermissionRule) String() string {
 func (*PermissionRule) ProtoMessage() {}
 
 func (x *PermissionRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4634,7 +5015,7 @@ func (x *PermissionRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRule.ProtoReflect.Descriptor instead.
 func (*PermissionRule) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *PermissionRule) GetText() string {
@@ -4684,7 +5065,7 @@ type RuleProblem struct {
 
 func (x *RuleProblem) Reset() {
 	*x = RuleProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4696,7 +5077,7 @@ func (x *RuleProblem) String() string {
 func (*RuleProblem) ProtoMessage() {}
 
 func (x *RuleProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4709,7 +5090,7 @@ func (x *RuleProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleProblem.ProtoReflect.Descriptor instead.
 func (*RuleProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RuleProblem) GetSource() *RuleSource {
@@ -4746,7 +5127,7 @@ type ListRulesResponse struct {
 
 func (x *ListRulesResponse) Reset() {
 	*x = ListRulesResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4758,7 +5139,7 @@ func (x *ListRulesResponse) String() string {
 func (*ListRulesResponse) ProtoMessage() {}
 
 func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4771,7 +5152,7 @@ func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListRulesResponse) GetRules() []*PermissionRule {
@@ -4815,7 +5196,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4827,7 +5208,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4840,7 +5221,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *AuditRequest) GetSessionId() string {
@@ -4884,7 +5265,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4896,7 +5277,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4909,7 +5290,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AuditEntry) GetSessionId() string {
@@ -5013,7 +5394,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5025,7 +5406,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5038,7 +5419,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AuditResponse) GetEntries() []*AuditEntry {
@@ -5062,7 +5443,7 @@ type TrustRequest struct {
 
 func (x *TrustRequest) Reset() {
 	*x = TrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5074,7 +5455,7 @@ func (x *TrustRequest) String() string {
 func (*TrustRequest) ProtoMessage() {}
 
 func (x *TrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5087,7 +5468,7 @@ func (x *TrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustRequest.ProtoReflect.Descriptor instead.
 func (*TrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *TrustRequest) GetDir() string {
@@ -5116,7 +5497,7 @@ type TrustResponse struct {
 
 func (x *TrustResponse) Reset() {
 	*x = TrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5128,7 +5509,7 @@ func (x *TrustResponse) String() string {
 func (*TrustResponse) ProtoMessage() {}
 
 func (x *TrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5141,7 +5522,7 @@ func (x *TrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustResponse.ProtoReflect.Descriptor instead.
 func (*TrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TrustResponse) GetDir() string {
@@ -5168,7 +5549,7 @@ type UntrustRequest struct {
 
 func (x *UntrustRequest) Reset() {
 	*x = UntrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5180,7 +5561,7 @@ func (x *UntrustRequest) String() string {
 func (*UntrustRequest) ProtoMessage() {}
 
 func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5193,7 +5574,7 @@ func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustRequest.ProtoReflect.Descriptor instead.
 func (*UntrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *UntrustRequest) GetDir() string {
@@ -5217,7 +5598,7 @@ type UntrustResponse struct {
 
 func (x *UntrustResponse) Reset() {
 	*x = UntrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5229,7 +5610,7 @@ func (x *UntrustResponse) String() string {
 func (*UntrustResponse) ProtoMessage() {}
 
 func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5242,7 +5623,7 @@ func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustResponse.ProtoReflect.Descriptor instead.
 func (*UntrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UntrustResponse) GetDir() string {
@@ -5275,7 +5656,7 @@ type ListTrustedRequest struct {
 
 func (x *ListTrustedRequest) Reset() {
 	*x = ListTrustedRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5287,7 +5668,7 @@ func (x *ListTrustedRequest) String() string {
 func (*ListTrustedRequest) ProtoMessage() {}
 
 func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5300,7 +5681,7 @@ func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedRequest.ProtoReflect.Descriptor instead.
 func (*ListTrustedRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
 }
 
 // ListTrustedResponse lists the trusted directories, sorted.
@@ -5313,7 +5694,7 @@ type ListTrustedResponse struct {
 
 func (x *ListTrustedResponse) Reset() {
 	*x = ListTrustedResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5325,7 +5706,7 @@ func (x *ListTrustedResponse) String() string {
 func (*ListTrustedResponse) ProtoMessage() {}
 
 func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5338,7 +5719,7 @@ func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedResponse.ProtoReflect.Descriptor instead.
 func (*ListTrustedResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *ListTrustedResponse) GetDirs() []string {
@@ -5386,7 +5767,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5398,7 +5779,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5411,7 +5792,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *McpServer) GetName() string {
@@ -5552,7 +5933,7 @@ type McpProblem struct {
 
 func (x *McpProblem) Reset() {
 	*x = McpProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5564,7 +5945,7 @@ func (x *McpProblem) String() string {
 func (*McpProblem) ProtoMessage() {}
 
 func (x *McpProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5577,7 +5958,7 @@ func (x *McpProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpProblem.ProtoReflect.Descriptor instead.
 func (*McpProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *McpProblem) GetPath() string {
@@ -5614,7 +5995,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5626,7 +6007,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5639,7 +6020,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListMcpServersRequest) GetSessionId() string {
@@ -5674,7 +6055,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5686,7 +6067,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5699,7 +6080,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -5733,7 +6114,7 @@ type AddMcpServerRequest struct {
 
 func (x *AddMcpServerRequest) Reset() {
 	*x = AddMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5745,7 +6126,7 @@ func (x *AddMcpServerRequest) String() string {
 func (*AddMcpServerRequest) ProtoMessage() {}
 
 func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5758,7 +6139,7 @@ func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*AddMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *AddMcpServerRequest) GetCwd() string {
@@ -5806,7 +6187,7 @@ type AddMcpServerResponse struct {
 
 func (x *AddMcpServerResponse) Reset() {
 	*x = AddMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5818,7 +6199,7 @@ func (x *AddMcpServerResponse) String() string {
 func (*AddMcpServerResponse) ProtoMessage() {}
 
 func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5831,7 +6212,7 @@ func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*AddMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AddMcpServerResponse) GetPath() string {
@@ -5854,7 +6235,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5866,7 +6247,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5879,7 +6260,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *RemoveMcpServerRequest) GetCwd() string {
@@ -5913,7 +6294,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5925,7 +6306,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5938,7 +6319,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RemoveMcpServerResponse) GetPath() string {
@@ -5960,7 +6341,7 @@ type ReconnectMcpServerRequest struct {
 
 func (x *ReconnectMcpServerRequest) Reset() {
 	*x = ReconnectMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5972,7 +6353,7 @@ func (x *ReconnectMcpServerRequest) String() string {
 func (*ReconnectMcpServerRequest) ProtoMessage() {}
 
 func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5985,7 +6366,7 @@ func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ReconnectMcpServerRequest) GetSessionId() string {
@@ -6019,7 +6400,7 @@ type ReconnectMcpServerResponse struct {
 
 func (x *ReconnectMcpServerResponse) Reset() {
 	*x = ReconnectMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6031,7 +6412,7 @@ func (x *ReconnectMcpServerResponse) String() string {
 func (*ReconnectMcpServerResponse) ProtoMessage() {}
 
 func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6044,7 +6425,7 @@ func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ReconnectMcpServerResponse) GetServer() *McpServer {
@@ -6066,7 +6447,7 @@ type ApproveMcpServersRequest struct {
 
 func (x *ApproveMcpServersRequest) Reset() {
 	*x = ApproveMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6078,7 +6459,7 @@ func (x *ApproveMcpServersRequest) String() string {
 func (*ApproveMcpServersRequest) ProtoMessage() {}
 
 func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6091,7 +6472,7 @@ func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ApproveMcpServersRequest) GetCwd() string {
@@ -6125,7 +6506,7 @@ type ApproveMcpServersResponse struct {
 
 func (x *ApproveMcpServersResponse) Reset() {
 	*x = ApproveMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6137,7 +6518,7 @@ func (x *ApproveMcpServersResponse) String() string {
 func (*ApproveMcpServersResponse) ProtoMessage() {}
 
 func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6150,7 +6531,7 @@ func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ApproveMcpServersResponse) GetPath() string {
@@ -6173,7 +6554,7 @@ type ReadMcpLogsRequest struct {
 
 func (x *ReadMcpLogsRequest) Reset() {
 	*x = ReadMcpLogsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6185,7 +6566,7 @@ func (x *ReadMcpLogsRequest) String() string {
 func (*ReadMcpLogsRequest) ProtoMessage() {}
 
 func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6198,7 +6579,7 @@ func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ReadMcpLogsRequest) GetSessionId() string {
@@ -6242,7 +6623,7 @@ type ReadMcpLogsResponse struct {
 
 func (x *ReadMcpLogsResponse) Reset() {
 	*x = ReadMcpLogsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6254,7 +6635,7 @@ func (x *ReadMcpLogsResponse) String() string {
 func (*ReadMcpLogsResponse) ProtoMessage() {}
 
 func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6267,7 +6648,7 @@ func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReadMcpLogsResponse) GetPath() string {
@@ -6303,7 +6684,7 @@ type McpPromptArgument struct {
 
 func (x *McpPromptArgument) Reset() {
 	*x = McpPromptArgument{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6315,7 +6696,7 @@ func (x *McpPromptArgument) String() string {
 func (*McpPromptArgument) ProtoMessage() {}
 
 func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6328,7 +6709,7 @@ func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPromptArgument.ProtoReflect.Descriptor instead.
 func (*McpPromptArgument) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *McpPromptArgument) GetName() string {
@@ -6367,7 +6748,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6379,7 +6760,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6392,7 +6773,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *McpPrompt) GetName() string {
@@ -6442,7 +6823,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6454,7 +6835,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6467,7 +6848,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ListMcpPromptsRequest) GetSessionId() string {
@@ -6501,7 +6882,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6513,7 +6894,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6526,7 +6907,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -6550,7 +6931,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6562,7 +6943,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6575,7 +6956,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *GetPromptRequest) GetSessionId() string {
@@ -6625,7 +7006,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6637,7 +7018,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6650,7 +7031,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -6678,7 +7059,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6690,7 +7071,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6703,7 +7084,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -6732,7 +7113,7 @@ type LoadToolsRequest struct {
 
 func (x *LoadToolsRequest) Reset() {
 	*x = LoadToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6744,7 +7125,7 @@ func (x *LoadToolsRequest) String() string {
 func (*LoadToolsRequest) ProtoMessage() {}
 
 func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6757,7 +7138,7 @@ func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsRequest.ProtoReflect.Descriptor instead.
 func (*LoadToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *LoadToolsRequest) GetSessionId() string {
@@ -6796,7 +7177,7 @@ type LoadToolsResponse struct {
 
 func (x *LoadToolsResponse) Reset() {
 	*x = LoadToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6808,7 +7189,7 @@ func (x *LoadToolsResponse) String() string {
 func (*LoadToolsResponse) ProtoMessage() {}
 
 func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6821,7 +7202,7 @@ func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsResponse.ProtoReflect.Descriptor instead.
 func (*LoadToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *LoadToolsResponse) GetLoaded() []string {
@@ -6874,7 +7255,7 @@ type SkillInfo struct {
 
 func (x *SkillInfo) Reset() {
 	*x = SkillInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6886,7 +7267,7 @@ func (x *SkillInfo) String() string {
 func (*SkillInfo) ProtoMessage() {}
 
 func (x *SkillInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6899,7 +7280,7 @@ func (x *SkillInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
 func (*SkillInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *SkillInfo) GetName() string {
@@ -7027,7 +7408,7 @@ type SkillProblem struct {
 
 func (x *SkillProblem) Reset() {
 	*x = SkillProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7039,7 +7420,7 @@ func (x *SkillProblem) String() string {
 func (*SkillProblem) ProtoMessage() {}
 
 func (x *SkillProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7052,7 +7433,7 @@ func (x *SkillProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
 func (*SkillProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *SkillProblem) GetPath() string {
@@ -7096,7 +7477,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7108,7 +7489,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7121,7 +7502,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *ListSkillsRequest) GetSessionId() string {
@@ -7156,7 +7537,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7168,7 +7549,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7181,7 +7562,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
@@ -7210,7 +7591,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7222,7 +7603,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7235,7 +7616,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *GetSkillRequest) GetSessionId() string {
@@ -7270,7 +7651,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7282,7 +7663,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7295,7 +7676,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *GetSkillResponse) GetSkill() *SkillInfo {
@@ -7329,7 +7710,7 @@ type RenderSkillRequest struct {
 
 func (x *RenderSkillRequest) Reset() {
 	*x = RenderSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7341,7 +7722,7 @@ func (x *RenderSkillRequest) String() string {
 func (*RenderSkillRequest) ProtoMessage() {}
 
 func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7354,7 +7735,7 @@ func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillRequest.ProtoReflect.Descriptor instead.
 func (*RenderSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *RenderSkillRequest) GetSessionId() string {
@@ -7412,7 +7793,7 @@ type RenderSkillResponse struct {
 
 func (x *RenderSkillResponse) Reset() {
 	*x = RenderSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7424,7 +7805,7 @@ func (x *RenderSkillResponse) String() string {
 func (*RenderSkillResponse) ProtoMessage() {}
 
 func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7437,7 +7818,7 @@ func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillResponse.ProtoReflect.Descriptor instead.
 func (*RenderSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *RenderSkillResponse) GetText() string {
@@ -7492,14 +7873,19 @@ type PromptRequest struct {
 	// files are file references (`@path` in Claude Code): each is read
 	// through the pipeline as a Read call of the person's (deny rules and
 	// the permission stage apply) and its content joins the prompt.
-	Files         []string `protobuf:"bytes,9,rep,name=files,proto3" json:"files,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Files []string `protobuf:"bytes,9,rep,name=files,proto3" json:"files,omitempty"`
+	// non_interactive says the sender waits for this prompt's end and then
+	// leaves (tackle run, as claude -p): background work the prompt would
+	// start (a context: fork skill) runs in the foreground instead, so its
+	// result is part of the answer.
+	NonInteractive bool `protobuf:"varint,10,opt,name=non_interactive,json=nonInteractive,proto3" json:"non_interactive,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7511,7 +7897,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7524,7 +7910,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -7590,6 +7976,13 @@ func (x *PromptRequest) GetFiles() []string {
 	return nil
 }
 
+func (x *PromptRequest) GetNonInteractive() bool {
+	if x != nil {
+		return x.NonInteractive
+	}
+	return false
+}
+
 // PromptImage is an image of a prompt.
 type PromptImage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -7602,7 +7995,7 @@ type PromptImage struct {
 
 func (x *PromptImage) Reset() {
 	*x = PromptImage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7614,7 +8007,7 @@ func (x *PromptImage) String() string {
 func (*PromptImage) ProtoMessage() {}
 
 func (x *PromptImage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7627,7 +8020,7 @@ func (x *PromptImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptImage.ProtoReflect.Descriptor instead.
 func (*PromptImage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *PromptImage) GetMediaType() string {
@@ -7657,7 +8050,7 @@ type PromptAccepted struct {
 
 func (x *PromptAccepted) Reset() {
 	*x = PromptAccepted{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7669,7 +8062,7 @@ func (x *PromptAccepted) String() string {
 func (*PromptAccepted) ProtoMessage() {}
 
 func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7682,7 +8075,7 @@ func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptAccepted.ProtoReflect.Descriptor instead.
 func (*PromptAccepted) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *PromptAccepted) GetRef() string {
@@ -7780,7 +8173,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x120\n" +
 	"\x14resubscribe_from_seq\x18\x03 \x01(\x04R\x12resubscribeFromSeq\x12\x10\n" +
-	"\x03ref\x18\x04 \x01(\tR\x03ref\"\xfb\x02\n" +
+	"\x03ref\x18\x04 \x01(\tR\x03ref\"\xa7\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x125\n" +
@@ -7797,7 +8190,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"files_read\x18\t \x01(\rR\tfilesRead\x12\x1f\n" +
 	"\vcurrent_dir\x18\n" +
 	" \x01(\tR\n" +
-	"currentDir\"\xb4\x03\n" +
+	"currentDir\x12*\n" +
+	"\x05agent\x18\v \x01(\v2\x14.tackle.v1.AgentLinkR\x05agent\"\xb4\x03\n" +
 	"\bSnapshot\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12M\n" +
 	"\x13pending_permissions\x18\x02 \x03(\v2\x1c.tackle.v1.PermissionRequestR\x12pendingPermissions\x12;\n" +
@@ -7843,7 +8237,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\adisplay\x18\x06 \x01(\tR\adisplay\x12\x1f\n" +
 	"\vduration_ms\x18\a \x01(\x03R\n" +
 	"durationMs\x126\n" +
-	"\x17structured_content_json\x18\b \x01(\tR\x15structuredContentJson\"\xde\x02\n" +
+	"\x17structured_content_json\x18\b \x01(\tR\x15structuredContentJson\"\x89\x03\n" +
 	"\x11PermissionRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
@@ -7859,7 +8253,48 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"alwaysRule\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\n" +
-	" \x01(\tR\tsessionId\"|\n" +
+	" \x01(\tR\tsessionId\x12)\n" +
+	"\x05agent\x18\v \x01(\v2\x13.tackle.v1.AgentRefR\x05agent\"v\n" +
+	"\bAgentRef\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12$\n" +
+	"\x0eparent_call_id\x18\x04 \x01(\tR\fparentCallId\"\xfc\x01\n" +
+	"\tAgentLink\x12*\n" +
+	"\x11parent_session_id\x18\x01 \x01(\tR\x0fparentSessionId\x12$\n" +
+	"\x0eparent_call_id\x18\x02 \x01(\tR\fparentCallId\x12&\n" +
+	"\x0froot_session_id\x18\x03 \x01(\tR\rrootSessionId\x12\x1d\n" +
+	"\n" +
+	"agent_type\x18\x04 \x01(\tR\tagentType\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\x12\x14\n" +
+	"\x05depth\x18\x06 \x01(\x05R\x05depth\x12\x1e\n" +
+	"\n" +
+	"background\x18\a \x01(\bR\n" +
+	"background\"\xa0\x04\n" +
+	"\bSubagent\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x02 \x01(\tR\tsessionId\x12*\n" +
+	"\x11parent_session_id\x18\x03 \x01(\tR\x0fparentSessionId\x12$\n" +
+	"\x0eparent_call_id\x18\x04 \x01(\tR\fparentCallId\x12\x1d\n" +
+	"\n" +
+	"agent_type\x18\x05 \x01(\tR\tagentType\x12 \n" +
+	"\vdescription\x18\x06 \x01(\tR\vdescription\x12\x16\n" +
+	"\x06status\x18\a \x01(\tR\x06status\x12\x1e\n" +
+	"\n" +
+	"background\x18\b \x01(\bR\n" +
+	"background\x12\x1b\n" +
+	"\ttool_uses\x18\t \x01(\x05R\btoolUses\x12\x16\n" +
+	"\x06tokens\x18\n" +
+	" \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vduration_ms\x18\v \x01(\x03R\n" +
+	"durationMs\x124\n" +
+	"\astarted\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\astarted\x12\x14\n" +
+	"\x05depth\x18\r \x01(\x05R\x05depth\x12\x14\n" +
+	"\x05model\x18\x0e \x01(\tR\x05model\x12\x14\n" +
+	"\x05error\x18\x0f \x01(\tR\x05error\x12#\n" +
+	"\rworktree_path\x18\x10 \x01(\tR\fworktreePath\x12'\n" +
+	"\x0fworktree_branch\x18\x11 \x01(\tR\x0eworktreeBranch\"|\n" +
 	"\x10PermissionOption\x12\x16\n" +
 	"\x06option\x18\x01 \x01(\tR\x06option\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12&\n" +
@@ -7884,7 +8319,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"durationMs\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\tR\x06source\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x12\n" +
-	"\x04tool\x18\b \x01(\tR\x04tool\"\x82\x06\n" +
+	"\x04tool\x18\b \x01(\tR\x04tool\"\xb3\x06\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -7911,7 +8346,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x06prompt\x18\x11 \x01(\v2\x15.tackle.v1.PromptInfoR\x06prompt\x12/\n" +
 	"\x05delta\x18\x12 \x01(\v2\x19.tackle.v1.AssistantDeltaR\x05delta\x12!\n" +
 	"\fmessage_json\x18\x13 \x01(\tR\vmessageJson\x12+\n" +
-	"\x05retry\x18\x14 \x01(\v2\x15.tackle.v1.ModelRetryR\x05retry\"\xfd\x01\n" +
+	"\x05retry\x18\x14 \x01(\v2\x15.tackle.v1.ModelRetryR\x05retry\x12/\n" +
+	"\bsubagent\x18\x15 \x01(\v2\x13.tackle.v1.SubagentR\bsubagent\"\xfd\x01\n" +
 	"\n" +
 	"PromptInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
@@ -8297,7 +8733,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12#\n" +
 	"\rallowed_tools\x18\x02 \x03(\tR\fallowedTools\x12\x14\n" +
 	"\x05model\x18\x03 \x01(\tR\x05model\x12\x16\n" +
-	"\x06effort\x18\x04 \x01(\tR\x06effort\"\x93\x02\n" +
+	"\x06effort\x18\x04 \x01(\tR\x06effort\"\xbc\x02\n" +
 	"\rPromptRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x12\n" +
@@ -8308,7 +8744,9 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\tclient_id\x18\x06 \x01(\tR\bclientId\x12\x10\n" +
 	"\x03ref\x18\a \x01(\tR\x03ref\x12.\n" +
 	"\x06images\x18\b \x03(\v2\x16.tackle.v1.PromptImageR\x06images\x12\x14\n" +
-	"\x05files\x18\t \x03(\tR\x05files\"@\n" +
+	"\x05files\x18\t \x03(\tR\x05files\x12'\n" +
+	"\x0fnon_interactive\x18\n" +
+	" \x01(\bR\x0enonInteractive\"@\n" +
 	"\vPromptImage\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x01 \x01(\tR\tmediaType\x12\x12\n" +
@@ -8381,7 +8819,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 106)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -8406,93 +8844,96 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*ContentBlock)(nil),                   // 20: tackle.v1.ContentBlock
 	(*ToolResult)(nil),                     // 21: tackle.v1.ToolResult
 	(*PermissionRequest)(nil),              // 22: tackle.v1.PermissionRequest
-	(*PermissionOption)(nil),               // 23: tackle.v1.PermissionOption
-	(*PermissionResolved)(nil),             // 24: tackle.v1.PermissionResolved
-	(*HookRun)(nil),                        // 25: tackle.v1.HookRun
-	(*Event)(nil),                          // 26: tackle.v1.Event
-	(*PromptInfo)(nil),                     // 27: tackle.v1.PromptInfo
-	(*Usage)(nil),                          // 28: tackle.v1.Usage
-	(*AssistantDelta)(nil),                 // 29: tackle.v1.AssistantDelta
-	(*ModelRetry)(nil),                     // 30: tackle.v1.ModelRetry
-	(*CreateSessionRequest)(nil),           // 31: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),          // 32: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),            // 33: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),           // 34: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),              // 35: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),             // 36: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),           // 37: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),          // 38: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),                 // 39: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                       // 40: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),               // 41: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),              // 42: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),        // 43: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil),       // 44: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),                  // 45: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 46: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),                // 47: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),               // 48: tackle.v1.ShutdownResponse
-	(*ListShellsRequest)(nil),              // 49: tackle.v1.ListShellsRequest
-	(*ListShellsResponse)(nil),             // 50: tackle.v1.ListShellsResponse
-	(*ReadShellOutputRequest)(nil),         // 51: tackle.v1.ReadShellOutputRequest
-	(*ReadShellOutputResponse)(nil),        // 52: tackle.v1.ReadShellOutputResponse
-	(*KillShellRequest)(nil),               // 53: tackle.v1.KillShellRequest
-	(*KillShellResponse)(nil),              // 54: tackle.v1.KillShellResponse
-	(*ListPendingPermissionsRequest)(nil),  // 55: tackle.v1.ListPendingPermissionsRequest
-	(*ListPendingPermissionsResponse)(nil), // 56: tackle.v1.ListPendingPermissionsResponse
-	(*ExplainRequest)(nil),                 // 57: tackle.v1.ExplainRequest
-	(*RuleSource)(nil),                     // 58: tackle.v1.RuleSource
-	(*ExplainStep)(nil),                    // 59: tackle.v1.ExplainStep
-	(*ExplainResponse)(nil),                // 60: tackle.v1.ExplainResponse
-	(*ListRulesRequest)(nil),               // 61: tackle.v1.ListRulesRequest
-	(*PermissionRule)(nil),                 // 62: tackle.v1.PermissionRule
-	(*RuleProblem)(nil),                    // 63: tackle.v1.RuleProblem
-	(*ListRulesResponse)(nil),              // 64: tackle.v1.ListRulesResponse
-	(*AuditRequest)(nil),                   // 65: tackle.v1.AuditRequest
-	(*AuditEntry)(nil),                     // 66: tackle.v1.AuditEntry
-	(*AuditResponse)(nil),                  // 67: tackle.v1.AuditResponse
-	(*TrustRequest)(nil),                   // 68: tackle.v1.TrustRequest
-	(*TrustResponse)(nil),                  // 69: tackle.v1.TrustResponse
-	(*UntrustRequest)(nil),                 // 70: tackle.v1.UntrustRequest
-	(*UntrustResponse)(nil),                // 71: tackle.v1.UntrustResponse
-	(*ListTrustedRequest)(nil),             // 72: tackle.v1.ListTrustedRequest
-	(*ListTrustedResponse)(nil),            // 73: tackle.v1.ListTrustedResponse
-	(*McpServer)(nil),                      // 74: tackle.v1.McpServer
-	(*McpProblem)(nil),                     // 75: tackle.v1.McpProblem
-	(*ListMcpServersRequest)(nil),          // 76: tackle.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),         // 77: tackle.v1.ListMcpServersResponse
-	(*AddMcpServerRequest)(nil),            // 78: tackle.v1.AddMcpServerRequest
-	(*AddMcpServerResponse)(nil),           // 79: tackle.v1.AddMcpServerResponse
-	(*RemoveMcpServerRequest)(nil),         // 80: tackle.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil),        // 81: tackle.v1.RemoveMcpServerResponse
-	(*ReconnectMcpServerRequest)(nil),      // 82: tackle.v1.ReconnectMcpServerRequest
-	(*ReconnectMcpServerResponse)(nil),     // 83: tackle.v1.ReconnectMcpServerResponse
-	(*ApproveMcpServersRequest)(nil),       // 84: tackle.v1.ApproveMcpServersRequest
-	(*ApproveMcpServersResponse)(nil),      // 85: tackle.v1.ApproveMcpServersResponse
-	(*ReadMcpLogsRequest)(nil),             // 86: tackle.v1.ReadMcpLogsRequest
-	(*ReadMcpLogsResponse)(nil),            // 87: tackle.v1.ReadMcpLogsResponse
-	(*McpPromptArgument)(nil),              // 88: tackle.v1.McpPromptArgument
-	(*McpPrompt)(nil),                      // 89: tackle.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),          // 90: tackle.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),         // 91: tackle.v1.ListMcpPromptsResponse
-	(*GetPromptRequest)(nil),               // 92: tackle.v1.GetPromptRequest
-	(*PromptMessage)(nil),                  // 93: tackle.v1.PromptMessage
-	(*GetPromptResponse)(nil),              // 94: tackle.v1.GetPromptResponse
-	(*LoadToolsRequest)(nil),               // 95: tackle.v1.LoadToolsRequest
-	(*LoadToolsResponse)(nil),              // 96: tackle.v1.LoadToolsResponse
-	(*SkillInfo)(nil),                      // 97: tackle.v1.SkillInfo
-	(*SkillProblem)(nil),                   // 98: tackle.v1.SkillProblem
-	(*ListSkillsRequest)(nil),              // 99: tackle.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),             // 100: tackle.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),                // 101: tackle.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),               // 102: tackle.v1.GetSkillResponse
-	(*RenderSkillRequest)(nil),             // 103: tackle.v1.RenderSkillRequest
-	(*RenderSkillResponse)(nil),            // 104: tackle.v1.RenderSkillResponse
-	(*PromptRequest)(nil),                  // 105: tackle.v1.PromptRequest
-	(*PromptImage)(nil),                    // 106: tackle.v1.PromptImage
-	(*PromptAccepted)(nil),                 // 107: tackle.v1.PromptAccepted
-	nil,                                    // 108: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 109: google.protobuf.Timestamp
+	(*AgentRef)(nil),                       // 23: tackle.v1.AgentRef
+	(*AgentLink)(nil),                      // 24: tackle.v1.AgentLink
+	(*Subagent)(nil),                       // 25: tackle.v1.Subagent
+	(*PermissionOption)(nil),               // 26: tackle.v1.PermissionOption
+	(*PermissionResolved)(nil),             // 27: tackle.v1.PermissionResolved
+	(*HookRun)(nil),                        // 28: tackle.v1.HookRun
+	(*Event)(nil),                          // 29: tackle.v1.Event
+	(*PromptInfo)(nil),                     // 30: tackle.v1.PromptInfo
+	(*Usage)(nil),                          // 31: tackle.v1.Usage
+	(*AssistantDelta)(nil),                 // 32: tackle.v1.AssistantDelta
+	(*ModelRetry)(nil),                     // 33: tackle.v1.ModelRetry
+	(*CreateSessionRequest)(nil),           // 34: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),          // 35: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),            // 36: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),           // 37: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),              // 38: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),             // 39: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),           // 40: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),          // 41: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),                 // 42: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                       // 43: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),               // 44: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),              // 45: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),        // 46: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),       // 47: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),                  // 48: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 49: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),                // 50: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),               // 51: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),              // 52: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),             // 53: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),         // 54: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),        // 55: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),               // 56: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),              // 57: tackle.v1.KillShellResponse
+	(*ListPendingPermissionsRequest)(nil),  // 58: tackle.v1.ListPendingPermissionsRequest
+	(*ListPendingPermissionsResponse)(nil), // 59: tackle.v1.ListPendingPermissionsResponse
+	(*ExplainRequest)(nil),                 // 60: tackle.v1.ExplainRequest
+	(*RuleSource)(nil),                     // 61: tackle.v1.RuleSource
+	(*ExplainStep)(nil),                    // 62: tackle.v1.ExplainStep
+	(*ExplainResponse)(nil),                // 63: tackle.v1.ExplainResponse
+	(*ListRulesRequest)(nil),               // 64: tackle.v1.ListRulesRequest
+	(*PermissionRule)(nil),                 // 65: tackle.v1.PermissionRule
+	(*RuleProblem)(nil),                    // 66: tackle.v1.RuleProblem
+	(*ListRulesResponse)(nil),              // 67: tackle.v1.ListRulesResponse
+	(*AuditRequest)(nil),                   // 68: tackle.v1.AuditRequest
+	(*AuditEntry)(nil),                     // 69: tackle.v1.AuditEntry
+	(*AuditResponse)(nil),                  // 70: tackle.v1.AuditResponse
+	(*TrustRequest)(nil),                   // 71: tackle.v1.TrustRequest
+	(*TrustResponse)(nil),                  // 72: tackle.v1.TrustResponse
+	(*UntrustRequest)(nil),                 // 73: tackle.v1.UntrustRequest
+	(*UntrustResponse)(nil),                // 74: tackle.v1.UntrustResponse
+	(*ListTrustedRequest)(nil),             // 75: tackle.v1.ListTrustedRequest
+	(*ListTrustedResponse)(nil),            // 76: tackle.v1.ListTrustedResponse
+	(*McpServer)(nil),                      // 77: tackle.v1.McpServer
+	(*McpProblem)(nil),                     // 78: tackle.v1.McpProblem
+	(*ListMcpServersRequest)(nil),          // 79: tackle.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),         // 80: tackle.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),            // 81: tackle.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),           // 82: tackle.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),         // 83: tackle.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),        // 84: tackle.v1.RemoveMcpServerResponse
+	(*ReconnectMcpServerRequest)(nil),      // 85: tackle.v1.ReconnectMcpServerRequest
+	(*ReconnectMcpServerResponse)(nil),     // 86: tackle.v1.ReconnectMcpServerResponse
+	(*ApproveMcpServersRequest)(nil),       // 87: tackle.v1.ApproveMcpServersRequest
+	(*ApproveMcpServersResponse)(nil),      // 88: tackle.v1.ApproveMcpServersResponse
+	(*ReadMcpLogsRequest)(nil),             // 89: tackle.v1.ReadMcpLogsRequest
+	(*ReadMcpLogsResponse)(nil),            // 90: tackle.v1.ReadMcpLogsResponse
+	(*McpPromptArgument)(nil),              // 91: tackle.v1.McpPromptArgument
+	(*McpPrompt)(nil),                      // 92: tackle.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),          // 93: tackle.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),         // 94: tackle.v1.ListMcpPromptsResponse
+	(*GetPromptRequest)(nil),               // 95: tackle.v1.GetPromptRequest
+	(*PromptMessage)(nil),                  // 96: tackle.v1.PromptMessage
+	(*GetPromptResponse)(nil),              // 97: tackle.v1.GetPromptResponse
+	(*LoadToolsRequest)(nil),               // 98: tackle.v1.LoadToolsRequest
+	(*LoadToolsResponse)(nil),              // 99: tackle.v1.LoadToolsResponse
+	(*SkillInfo)(nil),                      // 100: tackle.v1.SkillInfo
+	(*SkillProblem)(nil),                   // 101: tackle.v1.SkillProblem
+	(*ListSkillsRequest)(nil),              // 102: tackle.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),             // 103: tackle.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),                // 104: tackle.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),               // 105: tackle.v1.GetSkillResponse
+	(*RenderSkillRequest)(nil),             // 106: tackle.v1.RenderSkillRequest
+	(*RenderSkillResponse)(nil),            // 107: tackle.v1.RenderSkillResponse
+	(*PromptRequest)(nil),                  // 108: tackle.v1.PromptRequest
+	(*PromptImage)(nil),                    // 109: tackle.v1.PromptImage
+	(*PromptAccepted)(nil),                 // 110: tackle.v1.PromptAccepted
+	nil,                                    // 111: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 112: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -8501,144 +8942,148 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	11,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
 	12,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
 	13,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
-	105, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
+	108, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
 	6,   // 7: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
 	16,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	26,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	29,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
 	10,  // 10: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
 	14,  // 11: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
-	107, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
+	110, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
 	0,   // 13: tackle.v1.Hello.role:type_name -> tackle.v1.Role
 	0,   // 14: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
 	8,   // 15: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,   // 16: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,   // 17: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	109, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	109, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	15,  // 20: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	22,  // 21: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	19,  // 22: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	18,  // 23: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	17,  // 24: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	27,  // 25: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
-	27,  // 26: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
-	109, // 27: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	109, // 28: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	20,  // 29: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	109, // 30: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	23,  // 31: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	2,   // 32: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	109, // 33: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,   // 34: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	21,  // 35: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	22,  // 36: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	24,  // 37: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15,  // 38: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	18,  // 39: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	25,  // 40: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	27,  // 41: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
-	29,  // 42: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
-	30,  // 43: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
-	28,  // 44: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
-	15,  // 45: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15,  // 46: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15,  // 47: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	39,  // 48: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	40,  // 49: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12,  // 50: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	18,  // 51: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	18,  // 52: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	18,  // 53: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	22,  // 54: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	58,  // 55: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	59,  // 56: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	58,  // 57: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	58,  // 58: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	62,  // 59: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	63,  // 60: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	17,  // 61: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	109, // 62: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	66,  // 63: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	109, // 64: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	74,  // 65: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	75,  // 66: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	74,  // 67: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	88,  // 68: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	89,  // 69: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	108, // 70: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	20,  // 71: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	93,  // 72: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	97,  // 73: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	98,  // 74: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	97,  // 75: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	106, // 76: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
-	3,   // 77: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	31,  // 78: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	33,  // 79: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	35,  // 80: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	37,  // 81: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	41,  // 82: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	43,  // 83: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	45,  // 84: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	47,  // 85: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	49,  // 86: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	51,  // 87: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	53,  // 88: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	55,  // 89: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	57,  // 90: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	61,  // 91: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	65,  // 92: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	68,  // 93: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	70,  // 94: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	72,  // 95: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	76,  // 96: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	78,  // 97: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	80,  // 98: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	82,  // 99: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	84,  // 100: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	86,  // 101: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	90,  // 102: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	92,  // 103: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	95,  // 104: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	99,  // 105: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	101, // 106: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	103, // 107: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 108: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	32,  // 109: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	34,  // 110: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	36,  // 111: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	38,  // 112: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	42,  // 113: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	44,  // 114: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	46,  // 115: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	48,  // 116: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	50,  // 117: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	52,  // 118: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	54,  // 119: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	56,  // 120: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	60,  // 121: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	64,  // 122: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	67,  // 123: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	69,  // 124: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	71,  // 125: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	73,  // 126: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	77,  // 127: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	79,  // 128: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	81,  // 129: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	83,  // 130: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	85,  // 131: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	87,  // 132: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	91,  // 133: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	94,  // 134: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	96,  // 135: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	100, // 136: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	102, // 137: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	104, // 138: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	108, // [108:139] is the sub-list for method output_type
-	77,  // [77:108] is the sub-list for method input_type
-	77,  // [77:77] is the sub-list for extension type_name
-	77,  // [77:77] is the sub-list for extension extendee
-	0,   // [0:77] is the sub-list for field type_name
+	112, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	112, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	24,  // 20: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
+	15,  // 21: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
+	22,  // 22: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	19,  // 23: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	18,  // 24: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	17,  // 25: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	30,  // 26: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	30,  // 27: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	112, // 28: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	112, // 29: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	20,  // 30: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	112, // 31: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	26,  // 32: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	23,  // 33: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
+	112, // 34: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
+	2,   // 35: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	112, // 36: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,   // 37: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	21,  // 38: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	22,  // 39: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	27,  // 40: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15,  // 41: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	18,  // 42: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	28,  // 43: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	30,  // 44: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	32,  // 45: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	33,  // 46: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	25,  // 47: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
+	31,  // 48: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	15,  // 49: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15,  // 50: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15,  // 51: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	42,  // 52: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	43,  // 53: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12,  // 54: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	18,  // 55: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	18,  // 56: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	18,  // 57: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	22,  // 58: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	61,  // 59: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	62,  // 60: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	61,  // 61: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	61,  // 62: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	65,  // 63: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	66,  // 64: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	17,  // 65: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	112, // 66: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	69,  // 67: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	112, // 68: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	77,  // 69: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	78,  // 70: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	77,  // 71: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	91,  // 72: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	92,  // 73: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	111, // 74: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	20,  // 75: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	96,  // 76: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	100, // 77: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	101, // 78: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	100, // 79: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	109, // 80: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 81: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	34,  // 82: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	36,  // 83: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	38,  // 84: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	40,  // 85: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	44,  // 86: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	46,  // 87: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	48,  // 88: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	50,  // 89: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	52,  // 90: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	54,  // 91: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	56,  // 92: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	58,  // 93: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	60,  // 94: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	64,  // 95: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	68,  // 96: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	71,  // 97: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	73,  // 98: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	75,  // 99: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	79,  // 100: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	81,  // 101: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	83,  // 102: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	85,  // 103: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	87,  // 104: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	89,  // 105: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	93,  // 106: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	95,  // 107: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	98,  // 108: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	102, // 109: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	104, // 110: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	106, // 111: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 112: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	35,  // 113: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	37,  // 114: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	39,  // 115: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	41,  // 116: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	45,  // 117: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	47,  // 118: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	49,  // 119: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	51,  // 120: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	53,  // 121: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	55,  // 122: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	57,  // 123: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	59,  // 124: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	63,  // 125: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	67,  // 126: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	70,  // 127: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	72,  // 128: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	74,  // 129: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	76,  // 130: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	80,  // 131: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	82,  // 132: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	84,  // 133: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	86,  // 134: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	88,  // 135: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	90,  // 136: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	94,  // 137: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	97,  // 138: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	99,  // 139: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	103, // 140: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	105, // 141: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	107, // 142: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	112, // [112:143] is the sub-list for method output_type
+	81,  // [81:112] is the sub-list for method input_type
+	81,  // [81:81] is the sub-list for extension type_name
+	81,  // [81:81] is the sub-list for extension extendee
+	0,   // [0:81] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -8669,7 +9114,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   106,
+			NumMessages:   109,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
