@@ -366,7 +366,7 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 			p.appendEvent(sess, &event.Event{Type: event.ModelRetry, Retry: &event.Retry{
 				PromptID: r.id, Attempt: ri.Attempt, WaitMS: int64(ri.Wait * 1000), Status: ri.Status, Reason: ri.Reason}})
 		},
-		Inbox: func() []model.Block { return p.takeQueued(sess.ID()) },
+		Inbox:  func() []model.Block { return p.takeQueued(sess.ID()) },
 		OnStop: onStop,
 	}
 	opts.CompactAt = compactAt(p.d.settingInt(sess, "autoCompactPercent", defaultAutoCompactPercent), cfg.Resolved.ContextTokens)

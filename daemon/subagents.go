@@ -54,7 +54,7 @@ type subagents struct {
 	catalog *agentdef.Catalog
 
 	mu       sync.Mutex
-	children map[string]*child // by agent id (the child session's id), until the daemon stops
+	children map[string]*child   // by agent id (the child session's id), until the daemon stops
 	notes    map[string][]string // by parent session id: notifications not yet given to its model
 }
 
