@@ -39,11 +39,15 @@ type mcpLayer struct {
 	// and optsGen tells a toolOptions that raced with it not to store.
 	opts    map[string]*mcp.ToolOptions
 	optsGen uint64
+	// own are the sub-agent sessions with servers of their own (a
+	// definition's inline mcpServers): they use their own list; every
+	// other sub-agent uses its root session's.
+	own map[string]bool
 }
 
 func newMCPLayer(d *Daemon, logDir string) *mcpLayer {
 	l := &mcpLayer{d: d, problems: map[string][]config.MCPProblem{}, warned: map[string]string{},
-		opts: map[string]*mcp.ToolOptions{}}
+		opts: map[string]*mcp.ToolOptions{}, own: map[string]bool{}}
 	l.mgr = mcp.New(&mcp.Options{
 		LogDir:   logDir,
 		Logger:   d.log.Named("mcp"),
@@ -165,7 +169,7 @@ func (l *mcpLayer) toolOptions(sessionID string) *mcp.ToolOptions {
 // tools lists a session's MCP tools (for ListTools).
 // A sub-agent has its root session's servers: the same connections.
 func (l *mcpLayer) tools(sessionID string) []tool.Tool {
-	sessionID = l.d.rootSessionID(sessionID)
+	sessionID = l.serversOf(sessionID)
 	return l.mgr.Tools(sessionID, l.toolOptions(sessionID))
 }
 
@@ -176,7 +180,7 @@ func (l *mcpLayer) lookup(sessionID, name string) (tool.Tool, bool) {
 	if !strings.HasPrefix(name, "mcp__") {
 		return nil, false
 	}
-	sessionID = l.d.rootSessionID(sessionID)
+	sessionID = l.serversOf(sessionID)
 	if t, ok := l.mgr.Lookup(sessionID, name, l.toolOptions(sessionID)); ok {
 		return t, true
 	}
@@ -206,6 +210,56 @@ func (l *mcpLayer) lookup(sessionID, name string) (tool.Tool, bool) {
 		return unavailableTool{name: name, msg: msg}, true
 	}
 	return nil, false
+}
+
+// serversOf is the session whose servers sessionID uses: its own when it
+// has some, else its root session's.
+func (l *mcpLayer) serversOf(sessionID string) string {
+	l.mu.Lock()
+	own := l.own[sessionID]
+	l.mu.Unlock()
+	if own {
+		return sessionID
+	}
+	return l.d.rootSessionID(sessionID)
+}
+
+// useInline gives a sub-agent's session its parent's servers and its
+// definition's inline ones (connected now, closed when no session uses
+// them); the shared ones stay the same connections.
+func (l *mcpLayer) useInline(child, parent *session.Session, inline []config.MCPServer) {
+	root := parent.Root()
+	servers, _ := l.d.loader.MCPServers(root, parent.Environ(), parent.MCPConfig(), l.d.trust.Trusted(root))
+	startup := l.settings(parent).StartupTimeout
+	for i := range inline {
+		inline[i].StartupTimeout = startup
+	}
+	// The definition's servers come first: a name of its own wins.
+	all := append(append([]config.MCPServer(nil), inline...), servers...)
+	l.mu.Lock()
+	l.own[child.ID()] = true
+	l.mu.Unlock()
+	l.mgr.Use(child.ID(), all, child.WorkingDirs())
+	// The child's first request lists their tools: wait for them to
+	// connect (each bounded by its startup timeout).
+	for _, c := range l.mgr.Conns(child.ID()) {
+		for _, s := range inline {
+			if c.Name() == s.Name {
+				_ = c.Do(context.Background(), func(context.Context, *mcpsdk.ClientSession) error { return nil })
+			}
+		}
+	}
+}
+
+// releaseInline ends a sub-agent's own use of servers.
+func (l *mcpLayer) releaseInline(sessionID string) {
+	l.mu.Lock()
+	own := l.own[sessionID]
+	delete(l.own, sessionID)
+	l.mu.Unlock()
+	if own {
+		l.release(sessionID)
+	}
 }
 
 // unavailableTool stands for a tool of a server that cannot serve it: its

@@ -64,7 +64,7 @@ type childRun struct {
 	scout    bool            // Explore and Plan: no git status
 	noMemory bool            // no memory files (CLAUDE.md)
 	model    string          // an alias or id ("" the settings')
-	tools    map[string]bool // the child's tools, by canonical name
+	tools    func(string) bool // whether the child has a tool (canonical name)
 	readOnly bool
 	mode     string
 	maxTurns int
@@ -390,17 +390,17 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	return last
 }
 
-// onlyTools keeps the specs and deferred names of the tools in allowed.
-func onlyTools(specs []model.Tool, deferred []string, allowed map[string]bool) ([]model.Tool, []string) {
+// onlyTools keeps the specs and deferred names of the tools allowed.
+func onlyTools(specs []model.Tool, deferred []string, allowed func(string) bool) ([]model.Tool, []string) {
 	var s []model.Tool
 	for _, t := range specs {
-		if allowed[t.Name] {
+		if allowed(t.Name) {
 			s = append(s, t)
 		}
 	}
 	var d []string
 	for _, n := range deferred {
-		if allowed[n] {
+		if allowed(n) {
 			d = append(d, n)
 		}
 	}
@@ -408,7 +408,7 @@ func onlyTools(specs []model.Tool, deferred []string, allowed map[string]bool) (
 }
 
 // toolsOf is a running sub-agent's tool set (nil for another session).
-func (p *prompts) toolsOf(sessionID string) map[string]bool {
+func (p *prompts) toolsOf(sessionID string) func(string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if r := p.running[sessionID]; r != nil && r.child != nil {

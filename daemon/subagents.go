@@ -14,6 +14,7 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon/agent"
 	"github.com/tackle-agent/tackle/daemon/agentdef"
+	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/hook"
 	"github.com/tackle-agent/tackle/daemon/model"
@@ -258,7 +259,8 @@ func (t *agentTool) Run(ctx context.Context, call *tool.Call, progress tool.Prog
 // spawnPlan is what a spawn decided before the child exists.
 type spawnPlan struct {
 	def        *agentdef.Definition
-	tools      map[string]bool
+	tools      map[string]bool // resolved from the definition
+	inline     []string        // tool name prefixes of the definition's own servers
 	model      string
 	mode       string
 	background bool
@@ -323,20 +325,12 @@ func (l *subagents) plan(parent *session.Session, in agentInput) (*spawnPlan, er
 // poolOf is the tool names the parent has: a child's own set, or the
 // session's whole pool.
 func (l *subagents) poolOf(parent *session.Session) []string {
-	if allowed := l.d.prompts.toolsOf(parent.ID()); allowed != nil {
-		out := make([]string, 0, len(allowed))
-		for n := range allowed {
+	allowed := l.d.prompts.toolsOf(parent.ID())
+	var out []string
+	for _, t := range append(l.d.registry.Tools(), l.d.mcp.tools(parent.ID())...) {
+		if n := t.Spec().Name; allowed == nil || allowed(n) {
 			out = append(out, n)
 		}
-		sort.Strings(out)
-		return out
-	}
-	var out []string
-	for _, t := range l.d.registry.Tools() {
-		out = append(out, t.Spec().Name)
-	}
-	for _, t := range l.d.mcp.tools(parent.ID()) {
-		out = append(out, t.Spec().Name)
 	}
 	return out
 }
@@ -556,6 +550,38 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 			l.d.log.Warn("a hook of an agent definition was not loaded", "agent", p.def.Name, "problem", pr.Error())
 		}
 	}
+	var inline []config.MCPServer
+	for _, m := range p.def.MCPServers {
+		if !m.Inline() {
+			continue // a configured server: the child shares the parent's connection
+		}
+		raw, err := json.Marshal(m.Config)
+		if err == nil {
+			var s *config.MCPServer
+			if s, err = config.ParseMCPEntry(m.Name, raw, parent.Environ(), "agent "+p.def.Name); err == nil {
+				inline = append(inline, *s)
+				continue
+			}
+		}
+		l.note(parent, fmt.Sprintf("agent %s: its MCP server %q was not started: %v", p.def.Name, m.Name, err))
+	}
+	if len(inline) > 0 {
+		l.d.mcp.useInline(sess, parent, inline)
+		for _, m := range inline {
+			p.inline = append(p.inline, "mcp__"+m.Name+"__")
+		}
+	}
+	has := func(name string) bool {
+		if p.tools[name] {
+			return true
+		}
+		for _, pre := range p.inline {
+			if strings.HasPrefix(name, pre) {
+				return true
+			}
+		}
+		return false
+	}
 	body := p.def.Prompt
 	if pre := l.preloadSkills(parent, p.def.Skills); pre != "" {
 		body += "\n\n" + pre
@@ -571,7 +597,7 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 	cctx, cancel := context.WithCancel(base)
 	c.cancel = cancel
 	cr := &childRun{
-		ctx: cctx, body: body, scout: p.def.OneShot, noMemory: p.def.OneShot || p.def.OmitClaudeMd, model: p.model, tools: p.tools, readOnly: p.def.ReadOnly,
+		ctx: cctx, body: body, scout: p.def.OneShot, noMemory: p.def.OneShot || p.def.OmitClaudeMd, model: p.model, tools: has, readOnly: p.def.ReadOnly,
 		mode: p.mode, maxTurns: p.def.MaxTurns, context: hookCtx, askVia: askVia, agent: ref,
 		onMessage: func(m model.Message) { l.onMessage(c, m) },
 		onStop: func(ctx context.Context, active bool, last string) (bool, string) {
@@ -584,6 +610,7 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 	if _, err := l.d.prompts.start(sess, server.PromptRequest{Text: in.Prompt, ClientID: "agent:" + parent.ID()}, cr); err != nil {
 		cancel()
 		l.d.hooks.ClearScoped(sess.ID())
+		l.d.mcp.releaseInline(sess.ID())
 		l.mu.Lock()
 		delete(l.children, sess.ID())
 		l.mu.Unlock()
@@ -599,6 +626,7 @@ func (l *subagents) await(c *child, done <-chan agent.Outcome, background bool) 
 	out := <-done
 	c.cancel()
 	l.d.hooks.ClearScoped(c.sess.ID())
+	l.d.mcp.releaseInline(c.sess.ID())
 	report := reportOf(out)
 	l.mu.Lock()
 	c.report = report
@@ -795,6 +823,13 @@ func notificationText(info event.SubagentInfo, report string) string {
 	fmt.Fprintf(&b, "<usage><subagent_tokens>%d</subagent_tokens><tool_uses>%d</tool_uses><duration_ms>%d</duration_ms></usage>\n", info.Tokens, info.ToolUses, info.DurationMS)
 	b.WriteString("</task-notification>\n</system-reminder>")
 	return b.String()
+}
+
+// note tells the session's clients something about its sub-agents.
+func (l *subagents) note(sess *session.Session, text string) {
+	if _, err := sess.Append(&event.Event{Type: event.Notice, Text: text}); err != nil {
+		l.d.log.Warn("recording a sub-agent notice", "session", sess.ID(), "error", err)
+	}
 }
 
 // lookup finds a child of sessionID's tree by agent id.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/fakemodel"
+	"github.com/tackle-agent/tackle/internal/testpeers"
 )
 
 // The sub-agent tests script several conversations at once: the parent's
@@ -582,5 +584,362 @@ func TestForkedSkill(t *testing.T) {
 	rs := resultTexts(parent[1])
 	if len(rs) != 1 || rs[0] != "Skill \"survey\" completed (forked execution).\nTwo packages: a and b." {
 		t.Errorf("the Skill result: %q", rs)
+	}
+}
+
+// Hooks around a child: SubagentStart adds context to its task, a
+// SubagentStop block keeps it going with the reason, a PreToolUse hook
+// matched on Task sees the Agent call, and tool hooks inside the child
+// carry agent_id and agent_type; a definition's own hooks run for its
+// child only.
+func TestAgentHooks(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	log := filepath.Join(dir, "hooks.log")
+	script := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		writeFile(t, p, "#!/bin/sh\n"+body+"\n")
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	start := script("start.sh", `cat >> `+log+`; echo >> `+log+`; echo '{"hookSpecificOutput":{"hookEventName":"SubagentStart","additionalContext":"Context from SubagentStart."}}'`)
+	stop := script("substop.sh", `if grep -q '"stop_hook_active":true'; then exit 0; fi; echo 'Check your answer once more.' >&2; exit 2`)
+	pre := script("pre.sh", `cat >> `+log+`; echo >> `+log)
+	own := script("own.sh", `echo own-hook >> `+log)
+	cmd := func(p string) []any {
+		return []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": p}}}}
+	}
+	hooks := map[string]any{"hooks": map[string]any{
+		"SubagentStart": cmd(start),
+		"SubagentStop":  cmd(stop),
+		"PreToolUse":    []any{map[string]any{"matcher": "Task|Read", "hooks": []any{map[string]any{"type": "command", "command": pre}}}},
+	}}
+	b, _ := json.Marshal(hooks)
+	writeFile(t, filepath.Join(dir, ".tackle", "settings.json"), string(b))
+	writeAgent(t, dir, "hooked", "description: Has its own hook\nhooks:\n  PostToolUse:\n    - hooks:\n        - type: command\n          command: "+own+"\n", "You read.")
+	if _, err := d.Client().Trust(context.Background(), &tacklev1.TrustRequest{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "a.txt")
+	writeFile(t, file, "alpha\n")
+	fm.SetScript(fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[child]", Script: fakemodel.Turns(
+			fakemodel.Call("Read", map[string]any{"file_path": file}),
+			fakemodel.Say("First answer."),
+			fakemodel.Say("Checked answer."),
+		)},
+		fakemodel.Route{Prompt: "[parent]", Script: fakemodel.Turns(
+			fakemodel.Reply(agentCall("hooked", "Read a", "[child] read a.txt")),
+			fakemodel.Say("Done."),
+		)},
+	))
+	s := attach(t, d, id)
+	promptAndWait(t, d, s, "[parent] go")
+	child := requestsOf(fm, "[child]")
+	if len(child) != 3 {
+		t.Fatalf("%d child requests, want 3 (the SubagentStop block made it go on)", len(child))
+	}
+	if first, _ := json.Marshal(child[0].Anthropic.Messages); !strings.Contains(string(first), "Context from SubagentStart.") {
+		t.Errorf("SubagentStart's context is not in the child's task: %s", first)
+	}
+	if last := child[2].LastUserText(); !strings.Contains(last, "Check your answer once more.") {
+		t.Errorf("the SubagentStop reason is not the child's next message: %q", last)
+	}
+	parent := requestsOf(fm, "[parent]")
+	if rs := resultTexts(parent[1]); len(rs) != 1 || !strings.HasPrefix(rs[0], "Checked answer.") {
+		t.Errorf("the parent's result: %q", rs)
+	}
+	got, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawAgentCall, sawChildRead, sawStart bool
+	childID := ""
+	for _, line := range strings.Split(string(got), "\n") {
+		var in map[string]any
+		if json.Unmarshal([]byte(line), &in) != nil {
+			continue
+		}
+		switch {
+		case in["hook_event_name"] == "SubagentStart":
+			sawStart = in["agent_type"] == "hooked"
+			childID, _ = in["agent_id"].(string)
+		case in["tool_name"] == "Agent":
+			_, has := in["agent_id"]
+			sawAgentCall = !has // the parent's own call: no agent fields
+		case in["tool_name"] == "Read":
+			sawChildRead = in["agent_type"] == "hooked" && in["agent_id"] != nil && in["agent_id"] == childID
+		}
+	}
+	if !sawStart || !sawAgentCall || !sawChildRead {
+		t.Errorf("hook inputs (start %v, Agent call matched by Task %v, child's Read with agent fields %v):\n%s", sawStart, sawAgentCall, sawChildRead, got)
+	}
+	if n := strings.Count(string(got), "own-hook"); n != 1 {
+		t.Errorf("the definition's own PostToolUse hook ran %d times, want once (the child's Read)", n)
+	}
+}
+
+// A definition's skills are preloaded into the child's system prompt;
+// the Agent tool's description lists the agent types.
+func TestAgentSkillsAndListing(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	sk := filepath.Join(dir, ".claude", "skills", "house-style", "SKILL.md")
+	if err := os.MkdirAll(filepath.Dir(sk), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, sk, "---\nname: house-style\ndescription: How we write Go here\n---\nAlways wrap errors with %w.\n")
+	writeAgent(t, dir, "styled", "description: Writes Go in the house style\nskills: house-style\n", "You write Go.")
+	fm.SetScript(fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[child]", Script: fakemodel.Turns(fakemodel.Say("ok"))},
+		fakemodel.Route{Prompt: "[parent]", Script: fakemodel.Turns(
+			fakemodel.Reply(agentCall("styled", "Write Go", "[child] write")),
+			fakemodel.Say("Done."),
+		)},
+	))
+	s := attach(t, d, id)
+	promptAndWait(t, d, s, "[parent] go")
+	child := requestsOf(fm, "[child]")
+	if sys := child[0].System(); !strings.Contains(sys, "Always wrap errors with %w.") || !strings.HasPrefix(sys, "You write Go.") {
+		t.Errorf("the child's system prompt lacks the preloaded skill:\n%.800s", sys)
+	}
+	var desc string
+	for _, tl := range requestsOf(fm, "[parent]")[0].Anthropic.Tools {
+		if tl.Name == "Agent" {
+			desc = tl.Description
+		}
+	}
+	for _, want := range []string{"styled: Writes Go in the house style", "general-purpose", "Explore", "Plan"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("the Agent tool's description lacks %q:\n%s", want, desc)
+		}
+	}
+}
+
+// processesOf counts the processes whose command line starts with bin.
+func processesOf(t *testing.T, bin string) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	n := 0
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		for _, a := range args[:min(len(args), 3)] {
+			if a == bin {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// Ten children share the parent's MCP connection: no new server process;
+// a definition's inline server is connected for its child only, and
+// closed when the child ends.
+func TestAgentsShareMCPConnections(t *testing.T) {
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"ev": map[string]any{"command": bin, "args": []string{"stdio"}}}})
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), string(b))
+	id, dir := agentSession(t, d, fm)
+	s := attach(t, d, id)
+	s.waitConnected(d, "ev")
+	if n := processesOf(t, bin); n != 1 {
+		t.Fatalf("%d server processes before the children, want 1", n)
+	}
+	writeAgent(t, dir, "echoer", "description: Echoes\nmcpServers:\n  - ev\n", "You echo.")
+	writeAgent(t, dir, "private", "description: Has its own server\nmcpServers:\n  - mine:\n      command: "+bin+"\n      args: [stdio]\n", "You use your own server.")
+	if _, err := d.Client().Trust(context.Background(), &tacklev1.TrustRequest{Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	var calls []fakemodel.Block
+	var routes []fakemodel.Route
+	for i := range 10 {
+		marker := fmt.Sprintf("[echo %d]", i)
+		calls = append(calls, agentCall("echoer", fmt.Sprintf("Echo %d", i), marker+" echo"))
+		routes = append(routes, fakemodel.Route{Prompt: marker, Script: fakemodel.Turns(
+			fakemodel.Call("mcp__ev__echo", map[string]any{"message": fmt.Sprintf("hello %d", i)}),
+			fakemodel.Say("echoed"),
+		)})
+	}
+	var during int
+	routes = append(routes,
+		fakemodel.Route{Prompt: "[private]", Script: fakemodel.Turns(
+			fakemodel.Call("mcp__mine__echo", map[string]any{"message": "private"}),
+			fakemodel.Say("done"),
+		)},
+		fakemodel.Route{Prompt: "[parent]", Script: func(r *fakemodel.Request) fakemodel.Turn {
+			switch len(requestsOf(fm, "[parent]")) {
+			case 1:
+				return fakemodel.Reply(calls...)
+			case 2:
+				during = processesOf(t, bin)
+				return fakemodel.Reply(agentCall("private", "Private", "[private] use yours"))
+			default:
+				return fakemodel.Say("All done.")
+			}
+		}},
+	)
+	fm.SetScript(fakemodel.Conversations(routes...))
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "[parent] echo ten times", PermissionMode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitEvent("prompt_ended", resp.GetPromptId())
+	if during != 1 {
+		t.Errorf("%d server processes after ten children called it, want 1 (the shared one)", during)
+	}
+	for i := range 10 {
+		rs := requestsOf(fm, fmt.Sprintf("[echo %d]", i))
+		if len(rs) != 2 || !strings.Contains(resultTexts(rs[1])[0], fmt.Sprintf("hello %d", i)) {
+			t.Errorf("child %d's echo: %d requests", i, len(rs))
+		}
+	}
+	priv := requestsOf(fm, "[private]")
+	if len(priv) != 2 || !strings.Contains(strings.Join(resultTexts(priv[1]), ""), "private") {
+		t.Fatalf("the inline server's call: %d requests, %q", len(priv), resultTexts(priv[len(priv)-1]))
+	}
+	// (MCP tools are deferred here: listed by name in the system prompt.)
+	offered := func(r *fakemodel.Request) bool {
+		return slices.Contains(r.ToolNames(), "mcp__mine__echo") || strings.Contains(r.System(), "mcp__mine__echo")
+	}
+	if !offered(priv[0]) || offered(requestsOf(fm, "[parent]")[0]) {
+		t.Errorf("the inline server's tools are not the child's alone: child %v", priv[0].ToolNames())
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for processesOf(t, bin) != 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := processesOf(t, bin); n != 1 {
+		t.Errorf("%d server processes after the private child ended, want 1", n)
+	}
+}
+
+// API errors in a child (agent.md §4): with partial text, that text and a
+// note that it was cut off; without, Claude Code's "terminated early".
+func TestAgentAPIErrors(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, _ := agentSession(t, d, fm)
+	overloaded := &fakemodel.APIError{Type: "overloaded_error", Message: "Overloaded"}
+	fm.SetScript(fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[partial]", Script: fakemodel.Turns(fakemodel.Turn{Blocks: []fakemodel.Block{fakemodel.Text("Half of the answer")}, StreamError: overloaded})},
+		fakemodel.Route{Prompt: "[nothing]", Script: fakemodel.Turns(fakemodel.HTTPError(400, "invalid_request_error", "prompt is too long"))},
+		fakemodel.Route{Prompt: "[parent]", Script: fakemodel.Turns(
+			fakemodel.Reply(agentCall("", "Partial", "[partial] go"), agentCall("", "Nothing", "[nothing] go")),
+			fakemodel.Say("Done."),
+		)},
+	))
+	s := attach(t, d, id)
+	promptAndWait(t, d, s, "[parent] go")
+	rs := resultTexts(requestsOf(fm, "[parent]")[1])
+	if len(rs) != 2 {
+		t.Fatalf("results: %q", rs)
+	}
+	if !strings.HasPrefix(rs[0], "Half of the answer\n\n[The agent was cut off by an API error") || !strings.Contains(rs[0], "Overloaded") {
+		t.Errorf("the partial child's result: %q", rs[0])
+	}
+	if !strings.HasPrefix(rs[1], "Agent terminated early due to an API error: ") || !strings.Contains(rs[1], "prompt is too long") {
+		t.Errorf("the child without text: %q", rs[1])
+	}
+}
+
+// git runs git in dir for a test.
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// isolation: worktree runs the child in a temporary worktree of the
+// project: its edit lands there, not in the parent's tree, and the result
+// names the worktree's path and branch; outside a repository it is a
+// clear error.
+func TestAgentWorktree(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	gitIn(t, dir, "init", "-q", "-b", "main")
+	writeFile(t, filepath.Join(dir, "f.txt"), "one\n")
+	gitIn(t, dir, "add", "f.txt")
+	gitIn(t, dir, "commit", "-q", "-m", "first")
+	var wtFile string
+	fm.SetScript(fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[iso]", Script: func(r *fakemodel.Request) fakemodel.Turn {
+			if len(r.Anthropic.Messages) == 1 {
+				// The child's cwd is the worktree: its environment says so.
+				m := regexp.MustCompile(`Working directory: (\S+)`).FindStringSubmatch(r.System())
+				if m == nil {
+					return fakemodel.Say("no working directory")
+				}
+				wtFile = filepath.Join(m[1], "g.txt") // a new file: the child has read nothing (its own read-state)
+				return fakemodel.Call("Write", map[string]any{"file_path": wtFile, "content": "two\n"})
+			}
+			return fakemodel.Say("Changed it in my worktree.")
+		}},
+		fakemodel.Route{Prompt: "[parent]", Script: fakemodel.Turns(
+			fakemodel.Reply(agentCall("", "Isolated edit", "[iso] change f.txt", "isolation", "worktree")),
+			fakemodel.Say("Done."),
+		)},
+	))
+	s := attach(t, d, id)
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "[parent] edit in isolation", PermissionMode: "acceptEdits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitEvent("prompt_ended", resp.GetPromptId())
+	if _, err := os.Stat(filepath.Join(dir, "g.txt")); err == nil {
+		t.Error("the child's Write landed in the parent's tree")
+	}
+	if b, err := os.ReadFile(wtFile); err != nil || string(b) != "two\n" {
+		t.Errorf("the worktree's file %s: %q, %v", wtFile, b, err)
+	}
+	var blocks []string
+	for _, m := range requestsOf(fm, "[parent]")[1].Anthropic.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_result" {
+				blocks = append(blocks, b.ResultText())
+			}
+		}
+	}
+	joined := strings.Join(blocks, "\n")
+	if !strings.Contains(joined, "worktreePath: "+filepath.Dir(wtFile)) || !strings.Contains(joined, "worktreeBranch: tackle/agent-") {
+		t.Errorf("the result does not name the worktree:\n%s", joined)
+	}
+	if branches := gitIn(t, dir, "branch", "--list", "tackle/agent-*"); branches == "" {
+		t.Error("the changed worktree's branch is gone")
+	}
+
+	// Outside a repository: a clear error, no child.
+	id2, _ := agentSession(t, d, fm)
+	fm.SetScript(fakemodel.Conversations(fakemodel.Route{Prompt: "[parent2]", Script: fakemodel.Turns(
+		fakemodel.Reply(agentCall("", "Isolated edit", "[iso2] change", "isolation", "worktree")),
+		fakemodel.Say("Done."),
+	)}))
+	s2 := attach(t, d, id2)
+	promptAndWait(t, d, s2, "[parent2] edit")
+	if rs := resultTexts(requestsOf(fm, "[parent2]")[1]); len(rs) != 1 || !strings.Contains(rs[0], `isolation "worktree" needs a git repository`) {
+		t.Errorf("outside a repository: %q", rs)
 	}
 }

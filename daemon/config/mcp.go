@@ -410,6 +410,19 @@ func jsonKind(b json.RawMessage) string {
 	return "a JSON number"
 }
 
+// ParseMCPEntry reads one server entry given outside the configuration
+// files (an agent definition's inline mcpServers), as .mcp.json's entries
+// are read: validated, ${VAR} expanded from environ. Source names where it
+// came from.
+func ParseMCPEntry(name string, raw json.RawMessage, environ []string, source string) (*MCPServer, error) {
+	s, err := parseMCPEntry(name, raw, environMap(environ))
+	if err != nil {
+		return nil, err
+	}
+	s.Source = source
+	return s, nil
+}
+
 // parseMCPEntry validates one server entry and expands ${VAR} in it.
 func parseMCPEntry(name string, raw json.RawMessage, env map[string]string) (*MCPServer, error) {
 	if name == "" {

@@ -106,10 +106,10 @@ type Turn struct {
 	// the timeout; it is called only when a prompt opens (it reads settings).
 	ResolvePermissionTimeout func() time.Duration
 
-	// Tools, if set, are the only tools the turn may call (by canonical
+	// Tools, if set, says which tools the turn may call (by canonical
 	// name): a sub-agent's tool set. A call of another tool is answered as
 	// one of a tool that does not exist, before any other stage.
-	Tools map[string]bool
+	Tools func(name string) bool
 	// ReadOnly refuses every call whose attributes are not read-only (a
 	// read-only agent such as Explore: its Bash runs only read-only
 	// commands), whatever the mode and rules.
@@ -163,7 +163,7 @@ type turnRun struct {
 	bg        sync.WaitGroup // hooks that only observe (Notification), waited for before turn_ended
 	calls     []*callRun
 	byID      map[string]*callRun
-	tools     map[string]bool // Turn.Tools
+	tools     func(string) bool // Turn.Tools
 	counted   bool            // added to Dispatcher.wg
 	done      chan struct{}   // closed when the turn has ended
 }
@@ -489,7 +489,7 @@ func (d *Dispatcher) prepare(tr *turnRun) []*prepared {
 			continue
 		}
 		t, ok := d.lookup(tr.sessionID, cr.info.Name)
-		if ok && tr.tools != nil && !tr.tools[t.Spec().Name] {
+		if ok && tr.tools != nil && !tr.tools(t.Spec().Name) {
 			ok = false
 		}
 		if !ok {

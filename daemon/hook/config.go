@@ -307,6 +307,13 @@ func (m *matcher) match(s string) bool {
 	if m.all {
 		return true
 	}
+	if s == "Agent" && m.matchOne("Task") {
+		return true // the Agent tool's older name matches it too
+	}
+	return m.matchOne(s)
+}
+
+func (m *matcher) matchOne(s string) bool {
 	if m.re != nil {
 		return m.re.MatchString(s)
 	}
