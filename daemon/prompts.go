@@ -59,11 +59,11 @@ type runningPrompt struct {
 // system prompt, tools, mode and limits, where its permission requests go,
 // and who waits for its end. The subagents layer fills it in.
 type childRun struct {
-	ctx      context.Context // the loop's parent context: the Agent call's (foreground), or the daemon's
-	body     string          // the definition's system prompt
-	scout    bool            // Explore and Plan: no git status
-	noMemory bool            // no memory files (CLAUDE.md)
-	model    string          // an alias or id ("" the settings')
+	ctx      context.Context   // the loop's parent context: the Agent call's (foreground), or the daemon's
+	body     string            // the definition's system prompt
+	scout    bool              // Explore and Plan: no git status
+	noMemory bool              // no memory files (CLAUDE.md)
+	model    string            // an alias or id ("" the settings')
 	tools    func(string) bool // whether the child has a tool (canonical name)
 	readOnly bool
 	mode     string

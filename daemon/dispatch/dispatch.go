@@ -164,8 +164,8 @@ type turnRun struct {
 	calls     []*callRun
 	byID      map[string]*callRun
 	tools     func(string) bool // Turn.Tools
-	counted   bool            // added to Dispatcher.wg
-	done      chan struct{}   // closed when the turn has ended
+	counted   bool              // added to Dispatcher.wg
+	done      chan struct{}     // closed when the turn has ended
 }
 
 type callRun struct {
