@@ -529,6 +529,15 @@ func (p *prompts) environment(sess *session.Session) sysprompt.Info {
 	return info
 }
 
+// inheritEnvironment gives a sub-agent's session its parent's
+// environment.
+func (p *prompts) inheritEnvironment(childID string, parent *session.Session) {
+	info := p.environment(parent)
+	p.mu.Lock()
+	p.env[childID] = info
+	p.mu.Unlock()
+}
+
 // promptBlocks is a prompt's content for the model: its text, then its
 // images.
 func promptBlocks(req server.PromptRequest) []model.Block {

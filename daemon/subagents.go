@@ -525,6 +525,9 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 	if err != nil {
 		return nil, fmt.Errorf("creating the sub-agent's session: %w", err)
 	}
+	// The child's environment block is its parent's (the same project and
+	// start), not gathered again.
+	l.d.prompts.inheritEnvironment(sess.ID(), parent)
 	c := &child{sess: sess, parent: parent, def: p.def, done: make(chan struct{})}
 	c.info = event.SubagentInfo{
 		ID: sess.ID(), ParentSessionID: parent.ID(), ParentCallID: call.ID, Type: p.def.Name, Description: in.Description,

@@ -943,3 +943,107 @@ func TestAgentWorktree(t *testing.T) {
 		t.Errorf("outside a repository: %q", rs)
 	}
 }
+
+// An "always" answer to a child applies to the root session and all its
+// children: the next child's Write of the same kind does not ask.
+func TestAgentAlwaysAppliesToTheTree(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithPermissionTimeout(30*time.Second))
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	outside := t.TempDir() // outside the working directories: Write asks
+	fm.SetScript(fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[first]", Script: fakemodel.Turns(
+			fakemodel.Call("Write", map[string]any{"file_path": filepath.Join(outside, "a.txt"), "content": "a"}),
+			fakemodel.Say("wrote a"),
+		)},
+		fakemodel.Route{Prompt: "[second]", Script: fakemodel.Turns(
+			fakemodel.Call("Write", map[string]any{"file_path": filepath.Join(outside, "b.txt"), "content": "b"}),
+			fakemodel.Say("wrote b"),
+		)},
+		fakemodel.Route{Prompt: "[parent]", Script: fakemodel.Turns(
+			fakemodel.Reply(agentCall("", "First", "[first] write a")),
+			fakemodel.Reply(agentCall("", "Second", "[second] write b")),
+			fakemodel.Say("Done."),
+		)},
+	))
+	_ = dir
+	s := attach(t, d, id)
+	resp := prompt(t, d, id, "[parent] write both")
+	asked := 0
+	for {
+		e := s.recv().GetEvent()
+		if e == nil {
+			continue
+		}
+		if e.GetType() == "permission_requested" {
+			asked++
+			req := e.GetPermission()
+			var scope tacklev1.Scope
+			for _, o := range req.GetOptions() {
+				if o.GetOption() == "allow_always" && o.GetScope() == tacklev1.Scope_SCOPE_SESSION {
+					scope = o.GetScope()
+				}
+			}
+			if scope != tacklev1.Scope_SCOPE_SESSION {
+				t.Fatalf("no session-scoped always option: %+v", req.GetOptions())
+			}
+			s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_PermissionAnswer{PermissionAnswer: &tacklev1.PermissionAnswer{
+				SessionId: id, RequestId: req.GetRequestId(), Decision: tacklev1.Decision_DECISION_ALLOW_ALWAYS, Scope: scope}}})
+		}
+		if e.GetType() == "prompt_ended" && e.GetPrompt().GetId() == resp.GetPromptId() {
+			break
+		}
+	}
+	if asked != 1 {
+		t.Errorf("%d permission requests, want 1 (the second child is covered by the first's always)", asked)
+	}
+	for _, f := range []string{"a.txt", "b.txt"} {
+		if _, err := os.Stat(filepath.Join(outside, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// The child's permission mode: the definition's, except that a parent in
+// acceptEdits or bypassPermissions wins.
+func TestAgentPermissionMode(t *testing.T) {
+	d := daemontest.Start(t, daemontest.WithPermissionTimeout(time.Second))
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	writeAgent(t, dir, "planner", "description: Plans only\npermissionMode: plan\n", "You plan.")
+	target := filepath.Join(dir, "plan.txt")
+	fm.SetScript(fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[child]", Script: func(r *fakemodel.Request) fakemodel.Turn {
+			if len(r.ToolResults()) == 0 {
+				return fakemodel.Call("Write", map[string]any{"file_path": target, "content": "x"})
+			}
+			return fakemodel.Say(r.ToolResults()[0].Content)
+		}},
+		fakemodel.Route{Prompt: "[parent]", Script: func(r *fakemodel.Request) fakemodel.Turn {
+			if len(r.ToolResults()) == 0 {
+				return fakemodel.Reply(agentCall("planner", "Plan", "[child] plan"))
+			}
+			return fakemodel.Say("Done.")
+		}},
+	))
+	s := attach(t, d, id)
+	run := func(mode string) string {
+		resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "[parent] plan " + mode, PermissionMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.waitEvent("prompt_ended", resp.GetPromptId())
+		rs := requestsOf(fm, "[parent]")
+		return resultTexts(rs[len(rs)-1])[0]
+	}
+	if got := run("default"); !strings.Contains(got, "plan mode") {
+		t.Errorf("parent default, definition plan: the child's Write gave %q, want a plan-mode denial", got)
+	}
+	if _, err := os.Stat(target); err == nil {
+		t.Fatal("the plan-mode child wrote")
+	}
+	run("acceptEdits")
+	if _, err := os.Stat(target); err != nil {
+		t.Errorf("parent acceptEdits wins over the definition's plan: %v", err)
+	}
+}

@@ -2,10 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,4 +235,62 @@ func BenchmarkThreeClientsDeltaFlood(b *testing.B) {
 	b.ReportMetric(float64(deltas)/float64(b.N*len(watchers)), "deltas-seen/client")
 	b.ReportMetric(float64(lost), "must-deliver-lost")
 	b.ReportMetric(float64((procCPU(ab.pid)-cpu0).Milliseconds())/float64(b.N), "daemon-cpu-ms/prompt")
+}
+
+// BenchmarkSubagentStart: from the end of the parent's model response
+// with an Agent tool_use (the fake server finished writing it) to the
+// child's first model request arriving at the fake server: the Agent
+// call's pipeline stages, the child session, its system prompt and tools.
+func BenchmarkSubagentStart(b *testing.B) {
+	var mu sync.Mutex
+	n := 0
+	parent := func(r *fakemodel.Request) fakemodel.Turn {
+		if len(r.ToolResults()) > 0 {
+			return fakemodel.Say("ok")
+		}
+		mu.Lock()
+		n++
+		i := n
+		mu.Unlock()
+		return fakemodel.Reply(fakemodel.ToolUse("Agent", map[string]any{"description": "Bench", "prompt": fmt.Sprintf("[child %d] answer", i)}))
+	}
+	ab := newAgentBench(b, fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[child ", Script: fakemodel.Repeat(fakemodel.Say("child done"))},
+		fakemodel.Route{Prompt: "[parent]", Script: parent},
+	))
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		idx := len(ab.fm.Requests()) // the parent's Agent response
+		doneAt := make(chan time.Time, 1)
+		go func() {
+			if _, err := ab.fm.WaitDone(context.Background(), idx); err == nil {
+				doneAt <- time.Now()
+			}
+		}()
+		resp, err := ab.agent.Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: ab.id, Text: "[parent] delegate"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			e := ab.next()
+			if e.GetType() == "prompt_ended" && e.GetPrompt().GetId() == resp.GetPromptId() {
+				break
+			}
+		}
+		end := <-doneAt
+		var childAt time.Time
+		for _, r := range ab.fm.Requests()[idx:] {
+			if strings.HasPrefix(r.FirstUserText(), "[child ") {
+				childAt = r.Time
+				break
+			}
+		}
+		if childAt.IsZero() {
+			b.Fatal("no child request")
+		}
+		durs = append(durs, childAt.Sub(end))
+	}
+	b.StopTimer()
+	reportP50(b, durs)
 }

@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -31,7 +33,15 @@ attach answers permission requests of the session: in a terminal it asks
 feedback for the model); with --json it reads answers from stdin, one JSON
 object a line:
   {"answer": "<request id>", "option": "allow_once|allow_always|deny", "scope": "session|project|user", "feedback": "..."}
-Without a terminal and without --json, or with --observer, it only watches.`,
+Without a terminal and without --json, or with --observer, it only watches.
+
+Sub-agents the session's Agent calls start show under their call: a line
+  ⎿ TYPE "DESCRIPTION" STATUS · N tools · TOKENS tokens · DURATION
+each time one starts, calls a tool or ends, and its tool calls indented
+below it. Each sub-agent is a session of its own: attach --session AGENT_ID
+shows its transcript. A sub-agent's permission request names the agent;
+its answer goes to the session at the top of the tree, where the daemon
+announced it (attach on a sub-agent's session sends it there too).`,
 		Args: cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
@@ -58,9 +68,26 @@ Without a terminal and without --json, or with --observer, it only watches.`,
 					}
 					return err
 				}
-				if err := a.printSnapshot(snap, asJSON); err != nil {
+				// A sub-agent's requests wait in its root session: answers to
+				// them go there, and its own snapshot does not list them.
+				root := rootOf(snap, sid)
+				if root != sid {
+					a.addAgentPending(ctx, c, snap, sid, root)
+				}
+				tree := newAgentTree()
+				var children []*tacklev1.Subagent
+				if !asJSON {
+					children = runningChildren(ctx, c, sid)
+				}
+				if err := a.printSnapshot(snap, asJSON, children, tree); err != nil {
 					return err
 				}
+				// asked are the requests waiting, for routing JSON answers.
+				asked := map[string]*tacklev1.PermissionRequest{}
+				for _, p := range snap.GetPendingPermissions() {
+					asked[p.GetRequestId()] = p
+				}
+				sessionFor := func(requestID string) string { return answerSession(asked[requestID], sid, root) }
 				var answers <-chan string
 				if jsonAnswers {
 					stop := make(chan struct{})
@@ -70,6 +97,8 @@ Without a terminal and without --json, or with --observer, it only watches.`,
 				var prompt *prompter
 				if interactive {
 					prompt = newPrompter(a, s, sid)
+					prompt.root = root
+					prompt.before = tree.broke
 					for _, p := range snap.GetPendingPermissions() {
 						prompt.requested(p)
 					}
@@ -108,7 +137,7 @@ Without a terminal and without --json, or with --observer, it only watches.`,
 							answers = nil // stdin ended: keep watching
 							continue
 						}
-						if err := a.sendJSONAnswer(s, sid, line); err != nil {
+						if err := a.sendJSONAnswer(s, sessionFor, line); err != nil {
 							return err
 						}
 						continue
@@ -125,8 +154,14 @@ Without a terminal and without --json, or with --observer, it only watches.`,
 					}
 					switch m := it.m.GetMsg().(type) {
 					case *tacklev1.ServerMessage_Event:
-						if err := a.printEvent(m.Event, asJSON); err != nil {
+						if err := a.printEvent(m.Event, asJSON, tree); err != nil {
 							return err
+						}
+						switch m.Event.GetType() {
+						case "permission_requested":
+							asked[m.Event.GetPermission().GetRequestId()] = m.Event.GetPermission()
+						case "permission_resolved":
+							delete(asked, m.Event.GetResolution().GetRequestId())
 						}
 						if prompt != nil {
 							switch m.Event.GetType() {
@@ -164,17 +199,74 @@ Without a terminal and without --json, or with --observer, it only watches.`,
 	return cmd
 }
 
-func (a *app) printSnapshot(s *tacklev1.Snapshot, asJSON bool) error {
+// addAgentPending adds to the snapshot of sub-agent session sid the
+// requests of sid that wait in its root session.
+func (a *app) addAgentPending(ctx context.Context, c *client.Client, snap *tacklev1.Snapshot, sid, root string) {
+	reqs, err := c.ListPendingPermissions(ctx, root)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "tackle: listing the requests waiting in the root session %s: %v\n", root, err)
+		return
+	}
+	for _, p := range reqs {
+		if p.GetAgent().GetId() == sid && !slices.ContainsFunc(snap.GetPendingPermissions(), func(q *tacklev1.PermissionRequest) bool {
+			return q.GetRequestId() == p.GetRequestId()
+		}) {
+			snap.PendingPermissions = append(snap.PendingPermissions, p)
+		}
+	}
+}
+
+// runningChildren are the sub-agents of session sid that run now (none
+// when the daemon cannot tell).
+func runningChildren(ctx context.Context, c *client.Client, sid string) []*tacklev1.Subagent {
+	all, err := c.ListSubagents(ctx, sid)
+	if err != nil {
+		return nil
+	}
+	var out []*tacklev1.Subagent
+	for _, sa := range all {
+		if sa.GetParentSessionId() == sid && (sa.GetStatus() == "running" || sa.GetStatus() == "blocked") {
+			out = append(out, sa)
+		}
+	}
+	return out
+}
+
+// printSnapshot prints what the session is doing: its running calls with
+// the sub-agents running under them, and the requests waiting.
+func (a *app) printSnapshot(s *tacklev1.Snapshot, asJSON bool, children []*tacklev1.Subagent, tree *agentTree) error {
 	if asJSON {
 		return a.printJSONLine(snapshotToJSON(s))
 	}
 	j := snapshotToJSON(s)
 	fmt.Fprintf(a.stdout, "session %s  cwd %s  mode %s  events %d\n", j.Session.ID, j.Session.Cwd, modeName(j.Session.PermissionMode), j.Seq)
+	if l := j.Session.Agent; l != nil {
+		fmt.Fprintf(a.stdout, "  agent    %s of session %s (call %s)\n", agentName(l.AgentType, l.Description), l.ParentSessionID, l.ParentCallID)
+	}
+	now := time.Now()
+	printed := map[string]bool{}
 	for _, r := range j.RunningCalls {
 		fmt.Fprintf(a.stdout, "  running  %s %s (%s) %s\n", r.Tool, r.CallID, r.TurnID, r.State)
+		for _, sa := range children {
+			if sa.GetParentCallId() == r.CallID {
+				fmt.Fprintf(a.stdout, "  %s%s · id %s\n", treeMark, subagentSummary(sa, now), sa.GetId())
+				printed[sa.GetId()] = true
+			}
+		}
+	}
+	for _, sa := range children {
+		// Background agents outlive their Agent call.
+		if !printed[sa.GetId()] {
+			fmt.Fprintf(a.stdout, "  agent    %s · id %s\n", subagentSummary(sa, now), sa.GetId())
+		}
+		tree.seen(sa)
 	}
 	for _, p := range j.PendingPermissions {
-		fmt.Fprintf(a.stdout, "  waiting  %s %s for approval (request %s): %s\n", p.Tool, p.CallID, p.RequestID, p.Reason)
+		by := ""
+		if p.Agent != nil {
+			by = " of agent " + agentName(p.Agent.Type, p.Agent.Description) + " (" + p.Agent.ID + ")"
+		}
+		fmt.Fprintf(a.stdout, "  waiting  %s %s%s for approval (request %s): %s\n", p.Tool, p.CallID, by, p.RequestID, p.Reason)
 	}
 	a.printTrust(s.GetTrust())
 	for _, sh := range s.GetShells() {
@@ -187,11 +279,22 @@ func (a *app) printSnapshot(s *tacklev1.Snapshot, asJSON bool) error {
 	return nil
 }
 
-func (a *app) printEvent(e *tacklev1.Event, asJSON bool) error {
+// printEvent prints one event: a JSON line, or a line for people, with
+// sub-agents drawn under their Agent calls by tree (nil: not drawn).
+func (a *app) printEvent(e *tacklev1.Event, asJSON bool, tree *agentTree) error {
 	if asJSON {
 		return a.printJSONLine(eventToJSON(e))
 	}
 	w := a.stdout
+	if tree != nil {
+		if lines, ok := tree.lines(e); ok {
+			for _, l := range lines {
+				fmt.Fprintln(w, l)
+			}
+			return nil
+		}
+		defer tree.broke()
+	}
 	ts := ""
 	if e.GetTime() != nil {
 		ts = e.GetTime().AsTime().Local().Format("15:04:05") + " "
@@ -224,6 +327,9 @@ func (a *app) printEvent(e *tacklev1.Event, asJSON bool) error {
 		}
 	case "permission_requested":
 		p := e.GetPermission()
+		if ag := p.GetAgent(); ag != nil {
+			call += " of agent " + agentName(ag.GetType(), ag.GetDescription()) + " (" + ag.GetId() + ")"
+		}
 		fmt.Fprintf(w, "%s %s waits for approval (request %s): %s\n", head, call, p.GetRequestId(), p.GetReason())
 		if r := p.GetAlwaysRule(); r != "" {
 			fmt.Fprintf(w, "    allow always would save %s\n", r)

@@ -129,6 +129,7 @@ type chat struct {
 	s        *client.Stream
 	clientID string
 	sid      string
+	root     string // the root of sid's tree: where its sub-agents' requests wait
 	cwd      string // where /clear makes its session
 	model    string
 	mode     string
@@ -138,6 +139,7 @@ type chat struct {
 	text, info *trackedWriter  // the same writer on a terminal
 	colour     bool            // diffs in colour
 	pr         *prompter       // nil when stdin is not a terminal
+	tree       *agentTree      // the session's sub-agents under their Agent calls
 	askingNow  bool            // what ui.asking was last told
 	statusNow  string          // what ui.status was last told
 	sawDeltas  bool            // the message streaming now came as deltas
@@ -189,7 +191,7 @@ func (a *app) chat(ctx context.Context, c *client.Client, sid string, f *chatFla
 	}
 	ch := &chat{
 		a: a, c: c, rpc: context.WithoutCancel(ctx), s: s, clientID: s.Welcome().GetClientId(),
-		sid: sid, cwd: snap.GetSession().GetCwd(), model: f.model, mode: f.mode,
+		sid: sid, root: rootOf(snap, sid), cwd: snap.GetSession().GetCwd(), model: f.model, mode: f.mode, tree: newAgentTree(),
 		started: map[string]bool{}, mine: map[string]bool{}, jobDone: make(chan func()), done: make(chan struct{}),
 	}
 	if ch.cwd == "" {
@@ -235,8 +237,12 @@ func (ch *chat) newPrompter() {
 	pa := *ch.a
 	pa.stdin, pa.stderr = nil, ch.info
 	ch.pr = newPrompter(&pa, ch.s, ch.sid)
+	ch.pr.root = ch.root
 	ch.pr.lines = make(chan string) // never sent on: the loop reads the lines
-	ch.pr.before = ch.endLine
+	ch.pr.before = func() {
+		ch.endLine()
+		ch.tree.broke()
+	}
 }
 
 // loop is the chat loop: input, the session's events and rendered skills,
@@ -522,7 +528,8 @@ func (ch *chat) newSession() {
 		ch.say("tackle: /clear: subscribing to session %s: %v", sid, err)
 		return
 	}
-	ch.sid = sid
+	ch.sid, ch.root = sid, sid
+	ch.tree = newAgentTree()
 	ch.running, ch.sawDeltas = "", false
 	clear(ch.started)
 	clear(ch.mine)
@@ -611,6 +618,12 @@ func (ch *chat) message(m *tacklev1.ServerMessage) error {
 
 // event renders one event of the session.
 func (ch *chat) event(e *tacklev1.Event) error {
+	if lines, ok := ch.tree.lines(e); ok {
+		for _, l := range lines {
+			ch.line(l)
+		}
+		return nil
+	}
 	switch e.GetType() {
 	case "prompt_queued":
 		if p := e.GetPrompt(); !ch.isMine(p) {
@@ -653,6 +666,7 @@ func (ch *chat) event(e *tacklev1.Event) error {
 		switch {
 		case !r.GetIsError() && isDiff(r.GetDisplay()):
 			ch.endLine()
+			ch.tree.broke()
 			writeDiff(ch.info, r.GetDisplay(), ch.colour)
 		case r.GetIsError():
 			ch.say("  ✗ %s %s", r.GetName(), r.GetStatus())
@@ -661,7 +675,7 @@ func (ch *chat) event(e *tacklev1.Event) error {
 		if ch.pr != nil {
 			ch.pr.requested(e.GetPermission())
 		} else {
-			ch.say("tackle: %s waits for permission (answer with tackle permissions answer %s …)", e.GetPermission().GetTool(), e.GetPermission().GetRequestId())
+			ch.say("tackle: %s waits for permission (answer with tackle permissions answer %s …)", permissionAsker(e.GetPermission()), e.GetPermission().GetRequestId())
 		}
 	case "permission_resolved":
 		if ch.pr != nil {
@@ -726,6 +740,7 @@ func (ch *chat) from(p *tacklev1.PromptInfo) string {
 
 // writeText writes the answer's text.
 func (ch *chat) writeText(s string) {
+	ch.tree.broke()
 	if ch.info != ch.text && ch.info.mid {
 		io.WriteString(ch.info, "\n")
 	}
@@ -743,13 +758,19 @@ func (ch *chat) endLine() {
 // open line first; on stderr it leaves stdout's text as it is (the answer
 // goes on there after a notice).
 func (ch *chat) say(format string, args ...any) {
+	ch.tree.broke()
+	ch.line(fmt.Sprintf(format, args...))
+}
+
+// line prints one line as say does, but it is the sub-agent tree's.
+func (ch *chat) line(s string) {
 	if ch.info == ch.text {
 		ch.endLine()
 	}
 	if ch.info.mid {
 		io.WriteString(ch.info, "\n")
 	}
-	fmt.Fprintf(ch.info, format+"\n", args...)
+	io.WriteString(ch.info, s+"\n")
 }
 
 // indentMore indents the lines after the first of a multi-line text.

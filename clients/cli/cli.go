@@ -160,6 +160,7 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.mcpCommand(),
 		a.skillsCommand(),
 		a.skillCommand(),
+		a.agentsCommand(),
 	)
 	return root
 }

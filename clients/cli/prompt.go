@@ -15,12 +15,16 @@ import (
 // permission requests of a session, one at a time, and sends the answers on
 // the stream: y allows once, a allows always (then asks where to save the
 // rule), n denies, f denies with feedback for the model. Requests answered
-// elsewhere are dropped from its queue. It is used by one goroutine (the
-// command's event loop).
+// elsewhere are dropped from its queue. A sub-agent's request names the
+// agent and is answered in root. It is used by one goroutine (the command's
+// event loop).
 type prompter struct {
 	a         *app
 	s         *client.Stream
 	sessionID string
+	// root is the session a sub-agent's request waits in (its tree's
+	// root); "" for sessionID.
+	root string
 	// before runs before a prompt is printed; after, once none is pending.
 	before, after func()
 
@@ -66,6 +70,12 @@ func (p *prompter) ask() {
 	if reason == "" {
 		reason = r.GetTool() + " needs your approval"
 	}
+	if ag := r.GetAgent(); ag != nil {
+		reason = fmt.Sprintf("Agent %s wants to use %s: %s", agentRefName(ag), r.GetTool(), reason)
+		if id := ag.GetId(); id != "" {
+			reason += fmt.Sprintf("\n  agent: %s (tackle attach --session %s shows its transcript)", id, id)
+		}
+	}
 	choices := "  [y] yes, once"
 	if rule := r.GetAlwaysRule(); rule != "" {
 		choices += "   [a] yes, always allow " + rule
@@ -95,7 +105,7 @@ func (p *prompter) answer(line string) error {
 	}
 	r := p.pending[0]
 	word := strings.ToLower(strings.TrimSpace(line))
-	ans := &tacklev1.PermissionAnswer{SessionId: p.sessionID, RequestId: r.GetRequestId(), Decision: tacklev1.Decision_DECISION_DENY}
+	ans := &tacklev1.PermissionAnswer{SessionId: answerSession(r, p.sessionID, p.root), RequestId: r.GetRequestId(), Decision: tacklev1.Decision_DECISION_DENY}
 	switch p.stage {
 	case "scope":
 		switch word {
@@ -138,6 +148,35 @@ func (p *prompter) answer(line string) error {
 	}
 	p.next()
 	return nil
+}
+
+// answerSession is the session an answer to r goes to: a sub-agent's
+// request (one that names its agent) waits in root, the session at the top
+// of its tree, where the daemon announced it; every other request waits in
+// session.
+func answerSession(r *tacklev1.PermissionRequest, session, root string) string {
+	if r.GetAgent() != nil && root != "" {
+		return root
+	}
+	return session
+}
+
+// permissionAsker names what asks a request in a notice: its tool, and
+// the sub-agent that calls it.
+func permissionAsker(r *tacklev1.PermissionRequest) string {
+	if ag := r.GetAgent(); ag != nil {
+		return r.GetTool() + " of agent " + agentRefName(ag)
+	}
+	return r.GetTool()
+}
+
+// rootOf is the root of the tree of the snapshot's session: itself unless
+// it is a sub-agent's.
+func rootOf(snap *tacklev1.Snapshot, sid string) string {
+	if r := snap.GetSession().GetAgent().GetRootSessionId(); r != "" {
+		return r
+	}
+	return sid
 }
 
 // resolved drops a request answered elsewhere (or timed out).
@@ -205,10 +244,11 @@ func (a *app) readJSONAnswers(done <-chan struct{}) <-chan string {
 	return ch
 }
 
-// sendJSONAnswer parses one answer line and sends it on s. A bad line is
-// reported on stderr and stdout (as {"type":"answer_error"}); the stream
-// goes on.
-func (a *app) sendJSONAnswer(s *client.Stream, sessionID, line string) error {
+// sendJSONAnswer parses one answer line and sends it on s, to the
+// session sessionFor gives for its request id unless the line names one. A
+// bad line is reported on stderr and stdout (as {"type":"answer_error"});
+// the stream goes on.
+func (a *app) sendJSONAnswer(s *client.Stream, sessionFor func(requestID string) string, line string) error {
 	var in jsonAnswer
 	dec := json.NewDecoder(strings.NewReader(line))
 	dec.DisallowUnknownFields()
@@ -218,7 +258,7 @@ func (a *app) sendJSONAnswer(s *client.Stream, sessionID, line string) error {
 	}
 	var ans *tacklev1.PermissionAnswer
 	if err == nil {
-		sid := sessionID
+		sid := sessionFor(in.Answer)
 		if in.Session != "" {
 			sid = in.Session
 		}

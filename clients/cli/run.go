@@ -88,9 +88,11 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 		return err
 	}
 	defer s.Close()
-	if _, err := s.Subscribe(sid, 0, true); err != nil {
+	snap, err := s.Subscribe(sid, 0, true)
+	if err != nil {
 		return err
 	}
+	root := rootOf(snap, sid)
 	resp, err := c.Prompt(ctx, &tacklev1.PromptRequest{
 		SessionId: sid, Text: text, Model: f.model, PermissionMode: f.mode, MaxTurns: f.maxTurns, Files: f.files,
 		ClientId: s.Welcome().GetClientId(), NonInteractive: true,
@@ -107,8 +109,12 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 	var pr *prompter
 	if stdinFree && isTerminal(a.stdin) && !f.asJSON {
 		pr = newPrompter(a, s, sid)
+		pr.root = root
 	}
-	v := &runView{a: a, asJSON: f.asJSON}
+	v := &runView{a: a, asJSON: f.asJSON, tree: newAgentTree()}
+	if pr != nil {
+		pr.before = v.tree.broke
+	}
 	interrupted := ctx.Done()
 	var grace <-chan time.Time
 	for {
@@ -160,16 +166,27 @@ type runView struct {
 	asJSON    bool
 	midLine   bool // the last text printed did not end a line
 	sawDeltas bool // text came as deltas: assistant_message need not repeat it
+	tree      *agentTree
 }
 
 func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 	if v.asJSON {
-		return v.a.printEvent(e, true)
+		return v.a.printEvent(e, true, nil)
 	}
 	w := v.a.stdout
+	if lines, ok := v.tree.lines(e); ok {
+		if len(lines) > 0 {
+			v.endLine()
+		}
+		for _, l := range lines {
+			fmt.Fprintln(v.a.stderr, l)
+		}
+		return nil
+	}
 	switch e.GetType() {
 	case "assistant_delta":
 		if d := e.GetDelta(); d.GetKind() == "text" {
+			v.tree.broke()
 			fmt.Fprint(w, d.GetText())
 			v.midLine = !strings.HasSuffix(d.GetText(), "\n")
 			v.sawDeltas = true
@@ -182,6 +199,7 @@ func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 			if json.Unmarshal([]byte(e.GetMessageJson()), &m) == nil {
 				for _, b := range m.Content {
 					if b.Type == "text" {
+						v.tree.broke()
 						fmt.Fprint(w, b.Text)
 						v.midLine = !strings.HasSuffix(b.Text, "\n")
 					}
@@ -191,6 +209,7 @@ func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 		v.sawDeltas = false
 	case "turn_started":
 		v.endLine()
+		v.tree.broke()
 		for _, c := range e.GetCalls() {
 			fmt.Fprintf(v.a.stderr, "● %s %s\n", c.GetName(), mainArgument(c.GetInputJson()))
 		}
@@ -198,25 +217,30 @@ func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 		r := e.GetResult()
 		switch {
 		case !r.GetIsError() && isDiff(r.GetDisplay()):
+			v.tree.broke()
 			writeDiff(v.a.stderr, r.GetDisplay(), v.a.colour(v.a.stderr))
 		case r.GetIsError():
+			v.tree.broke()
 			fmt.Fprintf(v.a.stderr, "  ✗ %s %s\n", r.GetName(), r.GetStatus())
 		}
 	case "permission_requested":
+		v.tree.broke()
 		if pr != nil {
 			v.endLine()
 			pr.requested(e.GetPermission())
 		} else {
-			fmt.Fprintf(v.a.stderr, "tackle: %s waits for permission (answer with tackle permissions answer %s …)\n", e.GetPermission().GetTool(), e.GetPermission().GetRequestId())
+			fmt.Fprintf(v.a.stderr, "tackle: %s waits for permission (answer with tackle permissions answer %s …)\n", permissionAsker(e.GetPermission()), e.GetPermission().GetRequestId())
 		}
 	case "permission_resolved":
 		if pr != nil {
 			pr.resolved(e.GetResolution())
 		}
 	case "model_retry":
+		v.tree.broke()
 		r := e.GetRetry()
 		fmt.Fprintf(v.a.stderr, "tackle: retrying in %.1f s: %s\n", float64(r.GetWaitMs())/1000, r.GetReason())
 	case "notice":
+		v.tree.broke()
 		fmt.Fprintf(v.a.stderr, "tackle: %s\n", e.GetText())
 	}
 	return nil

@@ -2,9 +2,11 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -99,10 +101,14 @@ func (a *app) sessionsListCommand() *cobra.Command {
 					return a.printJSON(out)
 				}
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tMODE\tEVENTS\tUPDATED\tCWD")
+				fmt.Fprintln(tw, "ID\tMODE\tEVENTS\tUPDATED\tAGENT\tCWD")
 				for _, s := range list {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.GetId(), modeName(s.GetPermissionMode()), s.GetLastSeq(),
-						s.GetUpdatedAt().AsTime().Local().Format("2006-01-02 15:04"), s.GetCwd())
+					agent := "-"
+					if l := s.GetAgent(); l != nil {
+						agent = "↳ " + l.GetAgentType() + " of " + l.GetParentSessionId()
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.GetId(), modeName(s.GetPermissionMode()), s.GetLastSeq(),
+						s.GetUpdatedAt().AsTime().Local().Format("2006-01-02 15:04"), agent, s.GetCwd())
 				}
 				return tw.Flush()
 			})
@@ -116,7 +122,7 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show ID",
-		Short: "Show one session",
+		Short: "Show one session: its state, its parent if it is a sub-agent's, its sub-agents",
 		Args:  cobra.ExactArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
@@ -124,10 +130,25 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("showing session %s: %w", args[0], err)
 				}
-				if asJSON {
-					return a.printJSON(sessionToJSON(s))
+				children, err := sessionChildren(ctx, c, s.GetId())
+				if err != nil {
+					return fmt.Errorf("listing the sub-agents of session %s: %w", args[0], err)
 				}
-				a.printSession(s)
+				var self *tacklev1.Subagent
+				if s.GetAgent() != nil {
+					self = findSubagent(ctx, c, s.GetId())
+				}
+				if asJSON {
+					out := sessionShowJSON{sessionJSON: sessionToJSON(s)}
+					for _, sa := range children {
+						out.Children = append(out.Children, subagentToJSON(sa))
+					}
+					if self != nil {
+						out.AgentState = subagentToJSON(self)
+					}
+					return a.printJSON(out)
+				}
+				a.printSession(s, self, children)
 				return nil
 			})
 		}),
@@ -136,10 +157,85 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 	return cmd
 }
 
-func (a *app) printSession(s *tacklev1.Session) {
+// sessionShowJSON is the output of `tackle sessions show --json`: the
+// session, and its sub-agents (children) and, for a sub-agent's session,
+// the agent's state.
+type sessionShowJSON struct {
+	*sessionJSON
+	AgentState *subagentJSON   `json:"agent_state,omitempty"`
+	Children   []*subagentJSON `json:"children,omitempty"`
+}
+
+// sessionChildren are the sub-agents session id started: those the daemon
+// tracks (running first), then the child sessions it no longer does (of an
+// earlier run of the daemon), with status "ended".
+func sessionChildren(ctx context.Context, c *client.Client, id string) ([]*tacklev1.Subagent, error) {
+	var out []*tacklev1.Subagent
+	known := map[string]bool{}
+	live, err := c.ListSubagents(ctx, id)
+	if err != nil && !errors.Is(err, client.ErrNotFound) {
+		return nil, err
+	}
+	for _, sa := range live {
+		if sa.GetParentSessionId() == id {
+			out = append(out, sa)
+			known[sa.GetId()] = true
+		}
+	}
+	sessions, err := c.ListSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range sessions {
+		l := s.GetAgent()
+		if l == nil || l.GetParentSessionId() != id || known[s.GetId()] {
+			continue
+		}
+		out = append(out, &tacklev1.Subagent{
+			Id: s.GetId(), SessionId: s.GetId(), ParentSessionId: id, ParentCallId: l.GetParentCallId(),
+			AgentType: l.GetAgentType(), Description: l.GetDescription(), Status: "ended",
+			Background: l.GetBackground(), Depth: l.GetDepth(), Started: s.GetCreatedAt(),
+		})
+	}
+	return out, nil
+}
+
+// findSubagent is the state of sub-agent id, nil when the daemon does not
+// track it.
+func findSubagent(ctx context.Context, c *client.Client, id string) *tacklev1.Subagent {
+	list, err := c.ListSubagents(ctx, id)
+	if err != nil {
+		return nil
+	}
+	for _, sa := range list {
+		if sa.GetId() == id {
+			return sa
+		}
+	}
+	return nil
+}
+
+// printSession prints a session for people; self is its agent's state
+// (for a sub-agent's session), children its sub-agents.
+func (a *app) printSession(s *tacklev1.Session, self *tacklev1.Subagent, children []*tacklev1.Subagent) {
 	j := sessionToJSON(s)
 	w := a.stdout
+	now := time.Now()
 	fmt.Fprintf(w, "session     %s\n", j.ID)
+	if l := j.Agent; l != nil {
+		kind := ""
+		if l.Background {
+			kind = ", background"
+		}
+		fmt.Fprintf(w, "agent       %s (depth %d%s)\n", agentName(l.AgentType, l.Description), l.Depth, kind)
+		fmt.Fprintf(w, "parent      %s (Agent call %s)\n", l.ParentSessionID, l.ParentCallID)
+		if l.RootSessionID != "" && l.RootSessionID != l.ParentSessionID {
+			fmt.Fprintf(w, "root        %s\n", l.RootSessionID)
+		}
+		if self != nil {
+			fmt.Fprintf(w, "state       %s\n", subagentStats(self, now))
+		}
+	}
 	fmt.Fprintf(w, "cwd         %s\n", j.Cwd)
 	if j.CurrentDir != "" && j.CurrentDir != j.Cwd {
 		fmt.Fprintf(w, "current dir %s\n", j.CurrentDir)
@@ -152,6 +248,20 @@ func (a *app) printSession(s *tacklev1.Session) {
 	fmt.Fprintf(w, "files read  %d\n", j.FilesRead)
 	fmt.Fprintf(w, "created     %s\n", j.CreatedAt)
 	fmt.Fprintf(w, "updated     %s\n", j.UpdatedAt)
+	if len(children) == 0 {
+		fmt.Fprintf(w, "sub-agents  (none)\n")
+	}
+	for i, sa := range children {
+		label := "sub-agents  "
+		if i > 0 {
+			label = "            "
+		}
+		line := subagentSummary(sa, now)
+		if sa.GetStatus() == "ended" {
+			line = agentName(sa.GetAgentType(), sa.GetDescription()) + " ended (before the daemon started; no record of its outcome)"
+		}
+		fmt.Fprintf(w, "%s%s  %s\n", label, sa.GetId(), line)
+	}
 	if len(j.Todos) == 0 || string(j.Todos) == "[]" {
 		fmt.Fprintf(w, "todos       (none)\n")
 		return

@@ -124,6 +124,82 @@ type sessionJSON struct {
 	UpdatedAt             string          `json:"updated_at,omitempty"`
 	LastSeq               uint64          `json:"last_seq"`
 	FilesRead             uint32          `json:"files_read"`
+	// Agent is set for a sub-agent's session: its parent and type.
+	Agent *agentLinkJSON `json:"agent,omitempty"`
+}
+
+// agentLinkJSON ties a sub-agent's session to the session and the Agent
+// call that started it.
+type agentLinkJSON struct {
+	ParentSessionID string `json:"parent_session_id"`
+	ParentCallID    string `json:"parent_call_id"`
+	RootSessionID   string `json:"root_session_id"`
+	AgentType       string `json:"agent_type"`
+	Description     string `json:"description"`
+	Depth           int32  `json:"depth"`
+	Background      bool   `json:"background"`
+}
+
+func agentLinkToJSON(l *tacklev1.AgentLink) *agentLinkJSON {
+	if l == nil {
+		return nil
+	}
+	return &agentLinkJSON{
+		ParentSessionID: l.GetParentSessionId(), ParentCallID: l.GetParentCallId(), RootSessionID: l.GetRootSessionId(),
+		AgentType: l.GetAgentType(), Description: l.GetDescription(), Depth: l.GetDepth(), Background: l.GetBackground(),
+	}
+}
+
+// subagentJSON is a sub-agent: an element of `tackle agents ps --json`, of
+// `sessions show --json`'s children, and the subagent of a
+// subagent_updated event.
+type subagentJSON struct {
+	ID              string `json:"id"`
+	ParentSessionID string `json:"parent_session_id"`
+	ParentCallID    string `json:"parent_call_id"`
+	AgentType       string `json:"agent_type"`
+	Description     string `json:"description"`
+	// Status: running, completed, failed, killed, blocked (waiting for a
+	// permission answer).
+	Status         string `json:"status"`
+	Background     bool   `json:"background"`
+	ToolUses       int32  `json:"tool_uses"`
+	Tokens         int64  `json:"tokens"`
+	DurationMS     int64  `json:"duration_ms"`
+	Started        string `json:"started,omitempty"`
+	Depth          int32  `json:"depth"`
+	Model          string `json:"model,omitempty"`
+	Error          string `json:"error,omitempty"`
+	WorktreePath   string `json:"worktree_path,omitempty"`
+	WorktreeBranch string `json:"worktree_branch,omitempty"`
+}
+
+func subagentToJSON(sa *tacklev1.Subagent) *subagentJSON {
+	if sa == nil {
+		return nil
+	}
+	return &subagentJSON{
+		ID: sa.GetId(), ParentSessionID: sa.GetParentSessionId(), ParentCallID: sa.GetParentCallId(),
+		AgentType: sa.GetAgentType(), Description: sa.GetDescription(), Status: sa.GetStatus(), Background: sa.GetBackground(),
+		ToolUses: sa.GetToolUses(), Tokens: sa.GetTokens(), DurationMS: sa.GetDurationMs(), Started: timeJSON(sa.GetStarted()),
+		Depth: sa.GetDepth(), Model: sa.GetModel(), Error: sa.GetError(),
+		WorktreePath: sa.GetWorktreePath(), WorktreeBranch: sa.GetWorktreeBranch(),
+	}
+}
+
+// agentRefJSON names the sub-agent that asks a permission request.
+type agentRefJSON struct {
+	ID           string `json:"id"`
+	Type         string `json:"type"`
+	Description  string `json:"description"`
+	ParentCallID string `json:"parent_call_id"`
+}
+
+func agentRefToJSON(r *tacklev1.AgentRef) *agentRefJSON {
+	if r == nil {
+		return nil
+	}
+	return &agentRefJSON{ID: r.GetId(), Type: r.GetType(), Description: r.GetDescription(), ParentCallID: r.GetParentCallId()}
 }
 
 func sessionToJSON(s *tacklev1.Session) *sessionJSON {
@@ -137,7 +213,7 @@ func sessionToJSON(s *tacklev1.Session) *sessionJSON {
 	return &sessionJSON{
 		ID: s.GetId(), Cwd: s.GetCwd(), CurrentDir: s.GetCurrentDir(), AdditionalDirectories: dirs, PermissionMode: s.GetPermissionMode(),
 		Todos: rawJSON(s.GetTodosJson(), "[]"), CreatedAt: timeJSON(s.GetCreatedAt()), UpdatedAt: timeJSON(s.GetUpdatedAt()),
-		LastSeq: s.GetLastSeq(), FilesRead: s.GetFilesRead(),
+		LastSeq: s.GetLastSeq(), FilesRead: s.GetFilesRead(), Agent: agentLinkToJSON(s.GetAgent()),
 	}
 }
 
@@ -169,6 +245,11 @@ type permissionJSON struct {
 	// Options are the answers a client may give (see optionJSON).
 	Options    []optionJSON `json:"options"`
 	AlwaysRule string       `json:"always_rule,omitempty"`
+	// SessionID and Agent are set for a sub-agent's request: the child
+	// session that asks, and the agent. Answer it in the session it was
+	// announced in (the root session).
+	SessionID string        `json:"session_id,omitempty"`
+	Agent     *agentRefJSON `json:"agent,omitempty"`
 }
 
 // optionJSON is one answer offered for a permission request: option is
@@ -204,6 +285,7 @@ func permissionToJSON(p *tacklev1.PermissionRequest) *permissionJSON {
 		RequestID: p.GetRequestId(), TurnID: p.GetTurnId(), CallID: p.GetCallId(), Tool: p.GetTool(),
 		Input: rawJSON(p.GetInputJson(), "{}"), Reason: p.GetReason(), Deadline: timeJSON(p.GetDeadline()),
 		Options: optionsToJSON(p.GetOptions()), AlwaysRule: p.GetAlwaysRule(),
+		SessionID: p.GetSessionId(), Agent: agentRefToJSON(p.GetAgent()),
 	}
 }
 
@@ -334,6 +416,7 @@ type eventJSON struct {
 	Delta      *deltaJSON         `json:"delta,omitempty"`
 	Message    json.RawMessage    `json:"message,omitempty"`
 	Retry      *retryJSON         `json:"retry,omitempty"`
+	Subagent   *subagentJSON      `json:"subagent,omitempty"`
 }
 
 // agentPromptJSON is a prompt of the query loop (prompt_started, prompt_ended, …).
@@ -382,7 +465,7 @@ func eventToJSON(e *tacklev1.Event) *eventJSON {
 		Seq: e.GetSeq(), Type: e.GetType(), SessionID: e.GetSessionId(), Time: timeJSON(e.GetTime()),
 		TurnID: e.GetTurnId(), CallID: e.GetCallId(), Tool: e.GetTool(), State: e.GetState(), Text: e.GetText(),
 		Result: resultToJSON(e.GetResult()), Permission: permissionToJSON(e.GetPermission()),
-		Shell: shellToJSON(e.GetShell()),
+		Shell: shellToJSON(e.GetShell()), Subagent: subagentToJSON(e.GetSubagent()),
 	}
 	for _, c := range e.GetCalls() {
 		out.Calls = append(out.Calls, callJSON{ID: c.GetId(), Name: c.GetName(), Input: rawJSON(c.GetInputJson(), "{}")})
