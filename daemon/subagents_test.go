@@ -249,6 +249,11 @@ func TestAgentChildPermissionFromAnotherClient(t *testing.T) {
 	if req.GetTool() != "Write" || req.GetAgent().GetType() != "general-purpose" || req.GetAgent().GetDescription() != "Write the file" || req.GetSessionId() == id || req.GetSessionId() == "" {
 		t.Fatalf("the request the root's client got: %+v", req)
 	}
+	// A client attaching now sees the open request in its snapshot.
+	late := snapshotOf(t, d, id)
+	if ps := late.GetPendingPermissions(); len(ps) != 1 || ps[0].GetRequestId() != req.GetRequestId() || ps[0].GetAgent().GetType() != "general-purpose" {
+		t.Errorf("a late joiner's pending permissions: %+v", ps)
+	}
 	second.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_PermissionAnswer{PermissionAnswer: &tacklev1.PermissionAnswer{
 		SessionId: id, RequestId: req.GetRequestId(), Decision: tacklev1.Decision_DECISION_ALLOW_ONCE}}})
 	first.waitEvent("prompt_ended", resp.GetPromptId())
@@ -1045,5 +1050,71 @@ func TestAgentPermissionMode(t *testing.T) {
 	run("acceptEdits")
 	if _, err := os.Stat(target); err != nil {
 		t.Errorf("parent acceptEdits wins over the definition's plan: %v", err)
+	}
+}
+
+// snapshotOf attaches a new client to the session and returns its snapshot.
+func snapshotOf(t *testing.T, d *daemontest.Daemon, id string) *tacklev1.Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := d.Client().Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "late"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, LiveOnly: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.GetSnapshot()
+}
+
+// Explore is read-only whatever the parent's mode: its Bash runs read-only
+// commands, and a command that changes something is refused.
+func TestAgentExploreIsReadOnly(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test"})
+	id, dir := agentSession(t, d, fm)
+	victim := filepath.Join(dir, "keep.txt")
+	writeFile(t, victim, "keep me\n")
+	fm.SetScript(fakemodel.Conversations(
+		fakemodel.Route{Prompt: "[scout]", Script: fakemodel.Turns(
+			fakemodel.Reply(fakemodel.ToolUse("Bash", map[string]any{"command": "ls"}), fakemodel.ToolUse("Bash", map[string]any{"command": "rm keep.txt"})),
+			fakemodel.Say("Looked around."),
+		)},
+		fakemodel.Route{Prompt: "[parent]", Script: fakemodel.Turns(
+			fakemodel.Reply(agentCall("Explore", "Look around", "[scout] explore")),
+			fakemodel.Say("Done."),
+		)},
+	))
+	s := attach(t, d, id)
+	resp, err := tacklev1.NewAgentServiceClient(d.Conn()).Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: id, Text: "[parent] explore", PermissionMode: "bypassPermissions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.waitEvent("prompt_ended", resp.GetPromptId())
+	scout := requestsOf(fm, "[scout]")
+	if got := scout[0].ToolNames(); slices.Contains(got, "Write") || slices.Contains(got, "Edit") || !slices.Contains(got, "Bash") {
+		t.Errorf("Explore's tools: %v", got)
+	}
+	rs := resultTexts(scout[1])
+	if len(rs) != 2 || !strings.Contains(rs[0], "keep.txt") || !strings.Contains(rs[1], "this agent is read-only") {
+		t.Errorf("Explore's Bash results: %q", rs)
+	}
+	if _, err := os.Stat(victim); err != nil {
+		t.Errorf("Explore removed a file: %v", err)
+	}
+	// One-shot: the report without the trailer.
+	if got := resultTexts(requestsOf(fm, "[parent]")[1]); len(got) != 1 || got[0] != "Looked around." {
+		t.Errorf("Explore's result: %q", got)
 	}
 }
