@@ -138,12 +138,14 @@ func newAgentTree() *agentTree {
 	return &agentTree{byCall: map[string]*tacklev1.Subagent{}, shown: map[string]string{}}
 }
 
-// seen records an agent's state without printing it (from a snapshot's
-// listing), so that its next tool line has a header to sit under.
+// seen records the state of an agent the caller has shown (a snapshot's
+// listing), so that its tool lines have a line to sit under and the same
+// state is not printed again.
 func (t *agentTree) seen(sa *tacklev1.Subagent) {
 	if c := sa.GetParentCallId(); c != "" {
 		t.byCall[c] = sa
 	}
+	t.shown[sa.GetId()] = subagentState(sa)
 }
 
 // lines returns the lines to print for e, and ok when e is the tree's

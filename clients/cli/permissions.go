@@ -34,6 +34,9 @@ type pendingJSON struct {
 	Deadline   string          `json:"deadline,omitempty"`
 	Options    []optionJSON    `json:"options"`
 	AlwaysRule string          `json:"always_rule,omitempty"`
+	// Agent names the sub-agent that asks (its request waits in its root
+	// session, session_id).
+	Agent *agentRefJSON `json:"agent,omitempty"`
 }
 
 func (a *app) pendingCommand() *cobra.Command {
@@ -58,6 +61,7 @@ func (a *app) pendingCommand() *cobra.Command {
 							ID: p.GetRequestId(), SessionID: p.GetSessionId(), TurnID: p.GetTurnId(), CallID: p.GetCallId(),
 							Tool: p.GetTool(), Input: rawJSON(p.GetInputJson(), "{}"), Reason: p.GetReason(),
 							Deadline: timeJSON(p.GetDeadline()), Options: optionsToJSON(p.GetOptions()), AlwaysRule: p.GetAlwaysRule(),
+							Agent: agentRefToJSON(p.GetAgent()),
 						})
 					}
 					return a.printJSON(out)
@@ -68,6 +72,9 @@ func (a *app) pendingCommand() *cobra.Command {
 				}
 				for _, p := range reqs {
 					fmt.Fprintf(a.stdout, "%s  session %s  %s %s\n    %s\n", p.GetRequestId(), p.GetSessionId(), p.GetTool(), clip(p.GetInputJson(), 200), p.GetReason())
+					if ag := p.GetAgent(); ag != nil {
+						fmt.Fprintf(a.stdout, "    asked by agent %s, session %s\n", agentRefName(ag), ag.GetId())
+					}
 					if r := p.GetAlwaysRule(); r != "" {
 						fmt.Fprintf(a.stdout, "    allow-always would save: %s\n", r)
 					}
@@ -149,6 +156,12 @@ settings). --feedback goes with deny and tells the model what to do instead.`,
 			}
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
 				sid := session
+				if sid != "" {
+					// A sub-agent's requests wait in its root session.
+					if s, err := c.GetSession(ctx, sid); err == nil && s.GetAgent().GetRootSessionId() != "" {
+						sid = s.GetAgent().GetRootSessionId()
+					}
+				}
 				if sid == "" {
 					reqs, err := c.ListPendingPermissions(ctx, "")
 					if err != nil {
@@ -176,7 +189,7 @@ settings). --feedback goes with deny and tells the model what to do instead.`,
 			})
 		}),
 	}
-	cmd.Flags().StringVar(&session, "session", "", "the request's session (default: found among the pending requests)")
+	cmd.Flags().StringVar(&session, "session", "", "the request's session (default: found among the pending requests); a sub-agent's session answers in its root session")
 	cmd.Flags().StringVar(&scope, "scope", "", "where allow-always saves the rule: session, project (default) or user")
 	cmd.Flags().StringVar(&feedback, "feedback", "", "with deny: what the model should do instead")
 	return cmd
