@@ -73,6 +73,8 @@ type childRun struct {
 	agent    *event.AgentRef
 	// onMessage sees every whole message (the parent's progress lines).
 	onMessage func(model.Message)
+	// onAsk is told when a permission request opens and closes.
+	onAsk func(open bool)
 	// onStop runs the SubagentStop hooks.
 	onStop func(ctx context.Context, active bool, last string) (bool, string)
 	// done receives the first prompt's outcome (capacity 1).
@@ -313,7 +315,7 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	if child != nil {
 		tools, deferred = onlyTools(tools, deferred, child.tools)
 		turn.PermissionMode, turn.ResolveMode = child.mode, nil
-		turn.Tools, turn.ReadOnly, turn.Agent = child.tools, child.readOnly, child.agent
+		turn.Tools, turn.ReadOnly, turn.Agent, turn.OnAsk = child.tools, child.readOnly, child.agent, child.onAsk
 		if child.askVia != nil {
 			turn.AskVia = child.askVia
 		}

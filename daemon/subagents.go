@@ -71,6 +71,7 @@ type child struct {
 	info   event.SubagentInfo
 	report string // its final text, once ended
 	killed bool   // TaskStop or StopSubagent
+	asking int    // its permission requests open now
 }
 
 func newSubagents(d *Daemon) *subagents {
@@ -603,6 +604,7 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 		ctx: cctx, body: body, scout: p.def.OneShot, noMemory: p.def.OneShot || p.def.OmitClaudeMd, model: p.model, tools: has, readOnly: p.def.ReadOnly,
 		mode: p.mode, maxTurns: p.def.MaxTurns, context: hookCtx, askVia: askVia, agent: ref,
 		onMessage: func(m model.Message) { l.onMessage(c, m) },
+		onAsk:     func(open bool) { l.onAsk(c, open) },
 		onStop: func(ctx context.Context, active bool, last string) (bool, string) {
 			return l.d.hooks.SubagentStop(ctx, sess, hook.SubagentStopInput{
 				Active: active, AgentID: sess.ID(), AgentType: p.def.Name, LastMessage: last,
@@ -679,6 +681,28 @@ func (l *subagents) onMessage(c *child, m model.Message) {
 	}
 }
 
+// onAsk shows a child waiting for a permission answer as blocked.
+func (l *subagents) onAsk(c *child, open bool) {
+	l.mu.Lock()
+	if open {
+		c.asking++
+	} else {
+		c.asking--
+	}
+	prev := c.info.Status
+	if c.info.Status == event.SubagentRunning || c.info.Status == event.SubagentBlocked {
+		c.info.Status = event.SubagentRunning
+		if c.asking > 0 {
+			c.info.Status = event.SubagentBlocked
+		}
+	}
+	changed := prev != c.info.Status
+	l.mu.Unlock()
+	if changed {
+		l.publish(c, "")
+	}
+}
+
 // publish appends the child's state to its parent's log, and a progress
 // line of the parent's call for a foreground child.
 func (l *subagents) publish(c *child, lastTool string) {
@@ -686,7 +710,7 @@ func (l *subagents) publish(c *child, lastTool string) {
 	info := c.info
 	l.mu.Unlock()
 	info.LastTool = lastTool
-	if info.Status != event.SubagentRunning {
+	if info.Status == event.SubagentRunning || info.Status == event.SubagentBlocked {
 		info.DurationMS = time.Since(info.Started).Milliseconds()
 	}
 	ev := &event.Event{Type: event.SubagentUpdated, CallID: info.ParentCallID, Subagent: &info}
@@ -745,7 +769,11 @@ func foregroundResult(def *agentdef.Definition, info event.SubagentInfo, report 
 	if text == "" {
 		text = emptyReport
 	}
-	r := &tool.Result{Content: []tool.Content{tool.Text(text)}, Display: fmt.Sprintf("%s: %s (%d tool uses, %d ms)", info.Type, info.Status, info.ToolUses, info.DurationMS)}
+	uses := fmt.Sprintf("%d tool uses", info.ToolUses)
+	if info.ToolUses == 1 {
+		uses = "1 tool use"
+	}
+	r := &tool.Result{Content: []tool.Content{tool.Text(text)}, Display: fmt.Sprintf("%s: %s (%s, %d ms)", info.Type, info.Status, uses, info.DurationMS)}
 	if info.Status == event.SubagentKilled {
 		r.IsError = true
 	}
@@ -937,14 +965,15 @@ func (l *subagents) list(sessionID string) []event.SubagentInfo {
 			continue
 		}
 		info := c.info
-		if info.Status == event.SubagentRunning {
+		if info.Status == event.SubagentRunning || info.Status == event.SubagentBlocked {
 			info.DurationMS = time.Since(info.Started).Milliseconds()
 		}
 		out = append(out, info)
 	}
 	l.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
-		ri, rj := out[i].Status == event.SubagentRunning, out[j].Status == event.SubagentRunning
+		ri := out[i].Status == event.SubagentRunning || out[i].Status == event.SubagentBlocked
+		rj := out[j].Status == event.SubagentRunning || out[j].Status == event.SubagentBlocked
 		if ri != rj {
 			return ri
 		}

@@ -254,8 +254,28 @@ func TestAgentChildPermissionFromAnotherClient(t *testing.T) {
 	if ps := late.GetPendingPermissions(); len(ps) != 1 || ps[0].GetRequestId() != req.GetRequestId() || ps[0].GetAgent().GetType() != "general-purpose" {
 		t.Errorf("a late joiner's pending permissions: %+v", ps)
 	}
+	// The child's own snapshot shows it too, and the child shows as
+	// blocked while it waits.
+	if ps := snapshotOf(t, d, req.GetSessionId()).GetPendingPermissions(); len(ps) != 1 || ps[0].GetRequestId() != req.GetRequestId() {
+		t.Errorf("the child session's pending permissions: %+v", ps)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ls, err := tacklev1.NewSubagentServiceClient(d.Conn()).ListSubagents(context.Background(), &tacklev1.ListSubagentsRequest{SessionId: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ls.GetAgents()) == 1 && ls.GetAgents()[0].GetStatus() == "blocked" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the waiting child is listed as %+v, want blocked", ls.GetAgents())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Answered naming the child's session: it reaches the root's request.
 	second.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_PermissionAnswer{PermissionAnswer: &tacklev1.PermissionAnswer{
-		SessionId: id, RequestId: req.GetRequestId(), Decision: tacklev1.Decision_DECISION_ALLOW_ONCE}}})
+		SessionId: req.GetSessionId(), RequestId: req.GetRequestId(), Decision: tacklev1.Decision_DECISION_ALLOW_ONCE}}})
 	first.waitEvent("prompt_ended", resp.GetPromptId())
 	if b, err := os.ReadFile(target); err != nil || string(b) != "written by a child\n" {
 		t.Errorf("the child's Write: %q, %v", b, err)

@@ -403,7 +403,7 @@ func TestSubagentPermissionFromAttachTerminal(t *testing.T) {
 		t.Errorf("attach's terminal:\n%s", got)
 	}
 	r := tackleEnv(t, environ, "", "permissions", "pending").mustCode(t, 0)
-	if !regexp.MustCompile(`(?m)^    asked by agent general-purpose \(Write the file\), session s_[0-9a-f]+$`).MatchString(r.stdout) || !strings.Contains(r.stdout, "session "+sid+"  Write") {
+	if !regexp.MustCompile(`(?m)^    asked by agent general-purpose \(Write the file\), session s_[0-9a-f]+$`).MatchString(r.stdout) || !regexp.MustCompile(`session s_[0-9a-f]+  Write`).MatchString(r.stdout) || strings.Contains(r.stdout, "session "+sid+"  Write") {
 		t.Errorf("permissions pending:\n%s", r.stdout)
 	}
 	tc.keys("y\r")

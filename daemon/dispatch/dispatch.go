@@ -120,6 +120,9 @@ type Turn struct {
 	AskVia Session
 	// Agent describes the sub-agent whose turn this is, for AskVia.
 	Agent *event.AgentRef
+	// OnAsk, if set, is told when a permission request of the turn opens
+	// (true) and when it is resolved (false).
+	OnAsk func(open bool)
 
 	// rules gives the session's rules, read once per turn (set by RunTurn).
 	rules func() *permission.Rules
@@ -946,6 +949,10 @@ func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, c
 	}
 	ch, remove := d.broker.Open(asker.ID(), req)
 	defer remove()
+	if t.OnAsk != nil {
+		t.OnAsk(true)
+		defer t.OnAsk(false)
+	}
 	d.setState(s, tr, cr, event.StateAwaitingPermission)
 	d.append(s, &event.Event{Type: event.PermissionRequested, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name, Permission: &req})
 	if asker != s {

@@ -229,7 +229,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 	}
 	snap := &tacklev1.Snapshot{
 		Session:            a.srv.sessionProto(sess.Info()),
-		PendingPermissions: pendingToProto(a.srv.broker.Pending(sess.ID())),
+		PendingPermissions: pendingToProto(a.srv.pending(a.stream.Context(), sess.ID())),
 		RunningCalls:       runningToProto(a.srv.disp.Running(sess.ID())),
 		Shells:             shellsToProto(a.srv.shellsOf(sess.ID())),
 		Trust:              a.srv.trustInfo(sess.Root()),
@@ -441,7 +441,7 @@ func (a *attachment) answer(pa *tacklev1.PermissionAnswer) error {
 	if err != nil {
 		return err
 	}
-	if !a.srv.broker.Answer(pa.GetSessionId(), pa.GetRequestId(), ans) {
+	if !a.srv.answerPermission(a.stream.Context(), pa.GetSessionId(), pa.GetRequestId(), ans) {
 		return codedf(codes.NotFound, "no pending permission request %s in session %s: it was already answered, timed out or never existed", pa.GetRequestId(), pa.GetSessionId())
 	}
 	a.log.Info("permission answered", "session", pa.GetSessionId(), "request", pa.GetRequestId(), "decision", ans.Decision)

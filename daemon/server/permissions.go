@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/session"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
@@ -158,13 +160,50 @@ func (s *Server) ListPendingPermissions(ctx context.Context, req *tacklev1.ListP
 		}
 	}
 	out := &tacklev1.ListPendingPermissionsResponse{Requests: []*tacklev1.PermissionRequest{}}
+	seen := map[string]bool{}
 	for _, id := range ids {
-		for _, p := range pendingToProto(s.broker.Pending(id)) {
-			p.SessionId = id
+		for _, p := range pendingToProto(s.pending(ctx, id)) {
+			if seen[p.GetRequestId()] {
+				continue // a sub-agent's, listed with its root session
+			}
+			seen[p.GetRequestId()] = true
+			if p.SessionId == "" {
+				p.SessionId = id // a sub-agent's request names its own (child) session
+			}
 			out.Requests = append(out.Requests, p)
 		}
 	}
 	return out, nil
+}
+
+// pending are the open permission requests of session id: its own, and
+// for a sub-agent's session those it asked in its root session.
+func (s *Server) pending(ctx context.Context, id string) []event.PermissionRequest {
+	out := s.broker.Pending(id)
+	sess, err := s.sessions.Get(ctx, id)
+	if err != nil || sess.Agent() == nil {
+		return out
+	}
+	for _, p := range s.broker.Pending(sess.RootSessionID()) {
+		if p.SessionID == id {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// answerPermission hands an answer to the request: in the session named,
+// or — for a sub-agent's session — in its root session, where the
+// sub-agent's requests are open.
+func (s *Server) answerPermission(ctx context.Context, sessionID, requestID string, a permission.Answer) bool {
+	if s.broker.Answer(sessionID, requestID, a) {
+		return true
+	}
+	sess, err := s.sessions.Get(ctx, sessionID)
+	if err != nil || sess.Agent() == nil {
+		return false
+	}
+	return s.broker.Answer(sess.RootSessionID(), requestID, a)
 }
 
 // explainSession finds the session of an Explain or ListRules request:

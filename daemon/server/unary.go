@@ -210,7 +210,7 @@ func (s *Server) AnswerPermission(ctx context.Context, req *tacklev1.AnswerPermi
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	if !s.broker.Answer(req.GetAnswer().GetSessionId(), req.GetAnswer().GetRequestId(), a) {
+	if !s.answerPermission(ctx, req.GetAnswer().GetSessionId(), req.GetAnswer().GetRequestId(), a) {
 		return &tacklev1.AnswerPermissionResponse{Accepted: false, Message: "no pending request " + req.GetAnswer().GetRequestId() + " in session " + req.GetAnswer().GetSessionId() + ": it was already answered, timed out or never existed"}, nil
 	}
 	s.log.Info("permission answered", "session", req.GetAnswer().GetSessionId(), "request", req.GetAnswer().GetRequestId(), "decision", a.Decision, "client", clientID)
