@@ -25,7 +25,7 @@ var layers = []struct {
 	{"internal/safefile", 0}, {"internal/gitconfig", 0}, // stdlib only: the one reader of configuration files; git config entries
 	{"daemon/event", 1}, {"daemon/socket", 1}, {"daemon/config", 1}, {"daemon/model", 1},
 	{"daemon/store", 2}, {"daemon/tools", 2}, {"daemon/mcp", 2}, {"daemon/skill", 2},
-	{"daemon/toolsearch", 2}, {"daemon/permission", 2}, {"daemon/agentdef", 2},
+	{"daemon/toolsearch", 2}, {"daemon/permission", 2}, {"daemon/agentdef", 2}, {"daemon/sandbox", 2},
 	// design.md puts hook beside permission; a hook's `if` field is a
 	// permission rule, so hook sits just above it (permission never imports hook).
 	{"daemon/hook", 3},

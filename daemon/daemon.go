@@ -66,6 +66,11 @@ type Options struct {
 	AllowedUID int
 	// ShutdownTimeout bounds each step of the graceful stop (default 10 s).
 	ShutdownTimeout time.Duration
+	// Bwrap is bubblewrap's path for the Bash sandbox (default: bwrap in
+	// $PATH); SandboxBridge the bridge helper run inside a sandbox in
+	// front of the command (default: tackle-sandbox-bridge next to this
+	// executable, then in $PATH).
+	Bwrap, SandboxBridge string
 }
 
 // Daemon is a built tackled. Build it with New, serve with Run (once).
@@ -88,6 +93,7 @@ type Daemon struct {
 	skills   *skillLayer
 	prompts  *prompts
 	agents   *subagents
+	sandbox  *sandboxLayer
 	srv      *server.Server
 
 	// bg counts the hook runs started in the background (SessionStart,
@@ -176,7 +182,8 @@ func New(opts *Options) (*Daemon, error) {
 		return nil, fmt.Errorf("registering search tools: %w", err)
 	}
 	d.agents = newSubagents(d)
-	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell"), Tasks: d.agents})
+	d.sandbox = newSandboxLayer(d)
+	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell"), Tasks: d.agents, Sandbox: d.sandbox})
 	if err := d.registry.Register(d.shells.Tools()...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering shell tools: %w", err)

@@ -4,6 +4,7 @@
 set -euo pipefail
 need=()
 command -v rg >/dev/null || need+=(ripgrep)
+command -v bwrap >/dev/null || need+=(bubblewrap) # the Bash sandbox (and its tests)
 command -v fdfind >/dev/null || command -v fd >/dev/null || need+=(fd-find)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"

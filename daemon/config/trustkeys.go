@@ -50,6 +50,7 @@ var projectKeys = map[string]effect{
 	"enabledPlugins":             widens,
 	"extraKnownMarketplaces":     widens,
 	"webSearch":                  widens, // where the model's queries go, and which variable's secret is sent
+	"sandbox":                    widens, // untrusted, only its narrowing parts apply (narrowSandbox)
 	"toolSearch":                 neutral,
 	"contextTokens":              neutral,
 	"skillListingBudget":         neutral,
@@ -121,6 +122,16 @@ func applyTrust(src Source, f *parsed, ts trustState, consent bool, dir string) 
 	for _, k := range keys {
 		v := f.raw[k]
 		if k == "permissions" {
+			continue
+		}
+		if k == "sandbox" && !ts.trusted {
+			kept, lost := narrowSandbox(v)
+			if kept != nil {
+				out.raw[k] = kept
+			}
+			for _, l := range lost {
+				ignored = append(ignored, "sandbox."+l+" in "+src.Path)
+			}
 			continue
 		}
 		e, known := projectKeys[k]
@@ -223,4 +234,71 @@ func (l *Loader) consentedLocked(srcs []Source) bool {
 		}
 	}
 	return false
+}
+
+// narrowSandbox keeps of an untrusted project's "sandbox" block what only
+// confines more: enabling it, failing when it is unavailable, turning
+// off auto-allow and unsandboxed fallback, denied domains, denied reads
+// and writes, hidden variables. It returns the kept block (nil when
+// nothing is kept) and the keys it dropped.
+func narrowSandbox(v json.RawMessage) (json.RawMessage, []string) {
+	var in map[string]json.RawMessage
+	if json.Unmarshal(v, &in) != nil {
+		return nil, []string{"(not an object)"}
+	}
+	out := map[string]json.RawMessage{}
+	var lost []string
+	is := func(raw json.RawMessage, want bool) bool {
+		var b bool
+		return json.Unmarshal(raw, &b) == nil && b == want
+	}
+	sub := func(name string, raw json.RawMessage, keep ...string) {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			lost = append(lost, name)
+			return
+		}
+		kept := map[string]json.RawMessage{}
+		for k, x := range m {
+			if slices.Contains(keep, k) {
+				kept[k] = x
+			} else {
+				lost = append(lost, name+"."+k)
+			}
+		}
+		if len(kept) > 0 {
+			b, _ := json.Marshal(kept)
+			out[name] = b
+		}
+	}
+	for k, x := range in {
+		switch k {
+		case "enabled", "failIfUnavailable":
+			if is(x, true) {
+				out[k] = x
+				continue
+			}
+		case "autoAllowBashIfSandboxed", "allowUnsandboxedCommands":
+			if is(x, false) {
+				out[k] = x
+				continue
+			}
+		case "network":
+			sub(k, x, "deniedDomains")
+			continue
+		case "filesystem":
+			sub(k, x, "denyRead", "denyWrite")
+			continue
+		case "credentials":
+			sub(k, x, "envVars")
+			continue
+		}
+		lost = append(lost, k)
+	}
+	slices.Sort(lost)
+	if len(out) == 0 {
+		return nil, lost
+	}
+	b, _ := json.Marshal(out)
+	return b, lost
 }

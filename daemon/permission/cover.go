@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/bmatcuk/doublestar/v4"
+
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
@@ -267,4 +269,76 @@ func (g *readGuard) DeniedFile(dev, ino uint64) bool {
 		}
 	})
 	return g.ids[fileID{dev, ino}]
+}
+
+// maxDenyMatches bounds the files one Read deny pattern names for the
+// sandbox (ReadDenyPaths).
+const maxDenyMatches = 1000
+
+// ReadDenyPaths are the existing files and directories the Read deny
+// rules name, for the OS sandbox to hide (it cannot match patterns: it
+// hides paths). A literal path or a "dir/**" gives itself; a pattern is
+// globbed where it is anchored, and an unanchored one ("**/.env") in
+// each of dirs (the working directories), at most maxDenyMatches each.
+// A file created after the command starts is not hidden by it (the
+// permission stage still asks or denies for the paths it sees).
+func (r *Rules) ReadDenyPaths(cwd, root, home string, dirs []string) []string {
+	pc := pathCtx{cwd: cwd, root: root, home: home}
+	var out []string
+	seen := map[string]bool{}
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	glob := func(base, pattern string) {
+		n := 0
+		_ = doublestar.GlobWalk(os.DirFS(base), pattern, func(p string, _ fs.DirEntry) error {
+			add(filepath.Join(base, p))
+			if n++; n >= maxDenyMatches {
+				return fs.SkipAll
+			}
+			return nil
+		}, doublestar.WithNoFollow())
+	}
+	for _, c := range r.deny {
+		if !readRule(c) || c.kind != kindPath {
+			continue
+		}
+		pp := c.resolved(pc)
+		if !pp.ok {
+			continue
+		}
+		pat := pp.pat
+		switch {
+		case pp.lit == pat:
+			add(unescapeMeta(pat))
+		case pp.lit+"/**" == pat && !strings.ContainsAny(pp.lit, `*?[{\`):
+			add(pp.lit)
+		case strings.HasPrefix(pat, "/**/"):
+			for _, d := range dirs {
+				glob(d, "**/"+pat[len("/**/"):]) // "**/" matches at the top too
+			}
+		case pp.lit != "" && pp.lit != "/":
+			rest := strings.TrimPrefix(strings.TrimPrefix(pat, pp.lit), "/")
+			glob(unescapeMeta(pp.lit), rest)
+		}
+	}
+	return out
+}
+
+// unescapeMeta undoes escapeMeta.
+func unescapeMeta(p string) string {
+	if !strings.Contains(p, `\`) {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			i++
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }

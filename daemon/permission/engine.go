@@ -17,6 +17,9 @@ const (
 	ByMode    = "mode"
 	ByTool    = "tool"
 	ByDefault = "default"
+	// BySandbox: a sandboxed command, allowed because the OS sandbox
+	// holds its boundary (autoAllowBashIfSandboxed).
+	BySandbox = "sandbox"
 )
 
 // Step stages.
@@ -24,6 +27,7 @@ const (
 	StageDeny    = "deny rules"
 	StageAsk     = "ask rules"
 	StageHook    = "hook"
+	StageSandbox = "sandbox"
 	StageMode    = "mode"
 	StageAllow   = "allow rules"
 	StageTool    = "tool"
@@ -169,6 +173,15 @@ func (e *Engine) Decide(_ context.Context, r Request) Decision {
 	default: // an unknown decision fails closed
 		step(StageHook, string(Deny), "%s gave the unknown decision %q", hookName, h.Decision)
 		return finish(Deny, ByHook, nil, fmt.Sprintf("%s gave the unknown decision %q", hookName, h.Decision))
+	}
+
+	// 3b. The OS sandbox: a command that runs sandboxed, with auto-allow,
+	// and that no deny or ask rule or hook stopped, runs: the kernel holds
+	// the boundary the analysis cannot (compound commands, forms it cannot
+	// judge, code-evaluating words included).
+	if r.Access.Sandboxed != "" && !r.Attrs.Interactive && h.Decision == "" {
+		step(StageSandbox, string(Allow), "sandboxed: %s", r.Access.Sandboxed)
+		return finish(Allow, BySandbox, nil, "allowed: sandboxed ("+r.Access.Sandboxed+")")
 	}
 
 	// 4. Mode. A read-only call inside the working directories is allowed

@@ -248,6 +248,11 @@ type Access struct {
 	// Writes are absolute paths the call creates or changes, for Edit(spec)
 	// rules: the file of Edit and Write, Bash redirection targets.
 	Writes []string
+	// Sandboxed, when set, says the command will run in the OS sandbox
+	// with auto-allow, and what the sandbox lets it do: the permission
+	// stage then allows it unless a deny or ask rule or a hook says
+	// otherwise.
+	Sandboxed string
 	// Redirects are the Writes that are shell redirection targets (`> f`,
 	// `>> f`, `&> f`, a here-string's target is not one). An allow rule for
 	// the command never covers them: they are decided as Edit (allowed in

@@ -57,7 +57,7 @@ type bgShell struct {
 }
 
 // runBackground starts a background shell for a Bash call.
-func (s *Shells) runBackground(call *tool.Call, in bashInput) (*tool.Result, error) {
+func (s *Shells) runBackground(call *tool.Call, in bashInput, sandboxed bool) (*tool.Result, error) {
 	if err := becomeSubreaper(); err != nil {
 		s.opts.Logger.Warn("becoming a child subreaper: orphans of commands will not be reaped", "error", err)
 	}
@@ -84,7 +84,11 @@ func (s *Shells) runBackground(call *tool.Call, in bashInput) (*tool.Result, err
 		s.mu.Unlock()
 		return nil, err
 	}
-	p, err := startProc(s.opts.Shell, in.Command, dir, shellEnv(env, dir), f)
+	argv, environ, err := s.command(env, in.Command, dir, shellEnv(env, dir), sandboxed)
+	var p *proc
+	if err == nil {
+		p, err = startProc(argv, dir, environ, f)
+	}
 	f.Close()
 	if err != nil {
 		s.mu.Unlock()

@@ -29,7 +29,7 @@ var bashSchema = json.RawMessage(`{
     "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Optional timeout in milliseconds (max 600000). For run_in_background, the shell's lifetime (default 1800000, max 7200000)"},
     "description": {"type": "string", "description": "Clear, concise description of what this command does in 5-10 words, in active voice"},
     "run_in_background": {"type": "boolean", "description": "Set to true to run this command in the background. Use BashOutput to read the output later"},
-    "dangerouslyDisableSandbox": {"type": "boolean", "description": "Accepted for compatibility; tackle has no sandbox to disable"}
+    "dangerouslyDisableSandbox": {"type": "boolean", "description": "Set this to true to dangerously override sandbox mode and run commands without sandboxing (it then needs the user's approval; only when the settings allow unsandboxed commands)"}
   },
   "required": ["command"],
   "additionalProperties": false
@@ -49,6 +49,7 @@ type bashInput struct {
 	Timeout         *float64 `json:"timeout"`
 	Description     string   `json:"description"`
 	RunInBackground bool     `json:"run_in_background"`
+	DisableSandbox  bool     `json:"dangerouslyDisableSandbox"`
 }
 
 func decodeBash(input json.RawMessage) (bashInput, error) {
@@ -116,6 +117,13 @@ func (t *Bash) CheckPermission(ctx context.Context, call *tool.Call) (tool.Acces
 	sa := analyzeAccess(call.Env, in.Command)
 	acc.Commands, acc.Reads, acc.Writes, acc.AlwaysAsk = sa.Commands, sa.Reads, sa.Writes, sa.AlwaysAsk
 	acc.Redirects, acc.RecursiveReads, acc.RepoReads = sa.Redirects, sa.RecursiveReads, sa.RepoReads
+	if t.s != nil && t.s.opts.Sandbox != nil {
+		sd := t.s.opts.Sandbox.Decide(call.Env, sa.Commands, in.DisableSandbox)
+		acc.Sandboxed = sd.AutoAllow
+		if sd.ForceAsk != "" && acc.AlwaysAsk == "" {
+			acc.AlwaysAsk = sd.ForceAsk
+		}
+	}
 	acc.CommandsReadOnly = make([]bool, len(acc.Commands))
 	for i, cmd := range acc.Commands {
 		// Relative paths resolve against the current directory: a command
@@ -230,10 +238,34 @@ func (t *Bash) Run(ctx context.Context, call *tool.Call, progress tool.Progress)
 	if err != nil {
 		return nil, err
 	}
-	if in.RunInBackground {
-		return t.s.runBackground(call, in)
+	var sd SandboxDecision
+	if t.s != nil && t.s.opts.Sandbox != nil {
+		sd = t.s.opts.Sandbox.Decide(call.Env, analyzeAccess(call.Env, in.Command).Commands, in.DisableSandbox)
+		if sd.Refuse != "" {
+			return tool.ErrorResult(sd.Refuse), nil
+		}
 	}
-	return t.s.runForeground(ctx, call, in, progress)
+	var res *tool.Result
+	if in.RunInBackground {
+		res, err = t.s.runBackground(call, in, sd.Sandboxed)
+	} else {
+		res, err = t.s.runForeground(ctx, call, in, progress, sd.Sandboxed)
+	}
+	if res != nil && sd.Notice != "" {
+		res.Warning = sd.Notice
+	}
+	return res, err
+}
+
+// command returns the command line of a shell running script in dir
+// with environ: in the sandbox when sandboxed (writable: files the shell
+// itself writes).
+func (s *Shells) command(env tool.Env, script, dir string, environ []string, sandboxed bool, writable ...string) ([]string, []string, error) {
+	argv := []string{s.opts.Shell, "-c", script}
+	if !sandboxed || s.opts.Sandbox == nil {
+		return argv, environ, nil
+	}
+	return s.opts.Sandbox.Wrap(env, dir, argv, environ, writable)
 }
 
 // shellEnv is the environment a command runs with: the session's (the
@@ -284,7 +316,7 @@ func clampDuration(ms *float64, def, maxDur time.Duration, what string) (time.Du
 var readBufs = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
 
 // runForeground runs a command to its end, its timeout or ctx's end.
-func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInput, progress tool.Progress) (*tool.Result, error) {
+func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInput, progress tool.Progress, sandboxed bool) (*tool.Result, error) {
 	if err := becomeSubreaper(); err != nil {
 		s.opts.Logger.Warn("becoming a child subreaper: orphans of commands will not be reaped", "error", err)
 	}
@@ -306,7 +338,13 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 		return nil, fmt.Errorf("creating the output pipe: %w", err)
 	}
 	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20) //nolint:errcheck // a larger pipe is only faster
-	p, err := startProc(s.opts.Shell, script, dir, shellEnv(env, dir), w)
+	argv, environ, err := s.command(env, script, dir, shellEnv(env, dir), sandboxed, cwdPath)
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	p, err := startProc(argv, dir, environ, w)
 	w.Close()
 	if err != nil {
 		r.Close()

@@ -36,11 +36,12 @@ func becomeSubreaper() error {
 	return subreaperErr
 }
 
-// startProc starts shell -c script in dir with env, stdin /dev/null and
-// stdout and stderr to out, in a new process group. The caller must call
-// wait (usually in a goroutine).
-func startProc(shell, script, dir string, env []string, out *os.File) (*proc, error) {
-	cmd := exec.Command(shell, "-c", script)
+// startProc starts argv (a shell -c script, or the sandbox running one)
+// in dir with env, stdin /dev/null and stdout and stderr to out, in a new
+// process group. The caller must call wait (usually in a goroutine).
+func startProc(argv []string, dir string, env []string, out *os.File) (*proc, error) {
+	shell := argv[0]
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = env
 	cmd.Stdin = nil // the null device

@@ -49,6 +49,37 @@ var ErrNotFound = errors.New("shell not found")
 // errClosed is returned for a background start after Close.
 var errClosed = errors.New("the shell registry is closed (the daemon is stopping)")
 
+// Sandboxer runs commands in the OS sandbox (the daemon's, from the
+// session's sandbox settings).
+type Sandboxer interface {
+	// Decide says how the command of a call runs: Sandboxed (with the
+	// note the permission stage shows, when auto-allow applies), or not
+	// (Refuse set when it must not run at all: the sandbox is required
+	// and unavailable, or dangerouslyDisableSandbox is not allowed).
+	// commands are its simple commands (for excludedCommands).
+	Decide(env tool.Env, commands []string, disable bool) SandboxDecision
+	// Wrap returns the command line that runs argv in the sandbox in dir
+	// and the environment to run it with; writable are files the shell
+	// itself must write (its final-directory file).
+	Wrap(env tool.Env, dir string, argv, environ, writable []string) ([]string, []string, error)
+}
+
+// SandboxDecision is how a command runs.
+type SandboxDecision struct {
+	Sandboxed bool
+	// AutoAllow is the note for tool.Access.Sandboxed: set when a
+	// sandboxed command needs no prompt.
+	AutoAllow string
+	// Refuse, if set, is why the command must not run.
+	Refuse string
+	// Notice, if set, is told with the result (the sandbox is
+	// unavailable and the command ran outside it).
+	Notice string
+	// ForceAsk, if set, makes the command ask whatever the analysis says
+	// (it runs outside a sandbox that the settings enable).
+	ForceAsk string
+}
+
 // Tasks are background tasks other than shells (sub-agents), which
 // BashOutput/TaskOutput and KillShell/TaskStop reach by id. Ids never
 // clash with shells' (bash_N).
@@ -82,6 +113,8 @@ type Options struct {
 	// OnChange is called when a background shell starts, exits or is killed,
 	// never with a lock held; it may be nil.
 	OnChange func(sessionID string, info event.ShellInfo)
+	// Sandbox, if set, runs commands in the OS sandbox.
+	Sandbox Sandboxer
 	// Tasks, if set, are the session's other background tasks (its
 	// sub-agents): TaskOutput and TaskStop reach them by id too.
 	Tasks Tasks

@@ -1,0 +1,139 @@
+package daemon_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tackle-agent/tackle/daemon/daemontest"
+	"github.com/tackle-agent/tackle/daemon/sandbox"
+)
+
+// needSandbox skips where bubblewrap cannot run (it is installed by the
+// project's scripts; a machine without user namespaces cannot run it).
+func needSandbox(t *testing.T) {
+	t.Helper()
+	if a := sandbox.Probe(""); !a.OK {
+		t.Fatalf("the sandbox cannot run here (scripts/deps.sh installs bubblewrap): %s", a.Why)
+	}
+}
+
+// sandboxedSession is a session whose user settings enable the sandbox
+// (settings is the "sandbox" block's JSON) and deny reading secret.txt.
+func sandboxedSession(t *testing.T, settings string) (*daemontest.Daemon, *stream, string) {
+	t.Helper()
+	needSandbox(t)
+	d := daemontest.Start(t)
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"),
+		`{"sandbox": `+settings+`, "permissions": {"deny": ["Read(./secret.txt)"]}}`)
+	dir := t.TempDir()
+	id := newSession(t, d, dir, "")
+	return d, attach(t, d, id), dir
+}
+
+func bash(cmd string) string {
+	b, _ := json.Marshal(map[string]string{"command": cmd})
+	return string(b)
+}
+
+// In a sandboxed session with auto-allow, commands run without a prompt
+// (compound ones and those the analysis cannot judge too), and the kernel
+// holds the boundary: nothing outside the working directory changes, the
+// protected paths stay unwritable, the denied file cannot be read.
+func TestSandboxHoldsTheBoundary(t *testing.T) {
+	d, s, dir := sandboxedSession(t, `{"enabled": true}`)
+	if err := exec.Command("git", "init", "-q", dir).Run(); err != nil {
+		t.Fatalf("git init: %v", err)
+	}
+	writeFile(t, filepath.Join(dir, "secret.txt"), "the launch codes\n")
+	outside := t.TempDir()
+	victim := filepath.Join(outside, "keep.txt")
+	writeFile(t, victim, "keep\n")
+	home := d.Home() // the session's HOME
+	writeFile(t, filepath.Join(home, ".bashrc"), "# mine\n")
+
+	for _, c := range []struct{ name, cmd string }{
+		{"rm outside", "rm -f " + victim},
+		{"eval rm", `x='rm -f ` + victim + `'; eval "$x"`},
+		{"arithmetic", `a=(); printf -v 'a[$(rm -f ` + victim + `)]' x`},
+		{"write /tmp", "echo x > /tmp/tackle-sandbox-outside-$$"},
+		{"bashrc", "echo 'echo pwned' >> " + filepath.Join(home, ".bashrc")},
+		{"git hook", "mkdir -p .git/hooks; echo 'echo pwned' > .git/hooks/pre-commit"},
+		{"claude settings", "mkdir -p .claude && echo '{}' > .claude/settings.json"},
+	} {
+		tr := s.call("Bash", bash(c.cmd), "")
+		if tr.asked() {
+			t.Errorf("%s: asked (a sandboxed command needs no prompt)", c.name)
+		}
+		if tr.result.GetStatus() == "denied" {
+			t.Errorf("%s: denied: %s", c.name, resultText(tr.result))
+		}
+	}
+	if b, err := os.ReadFile(victim); err != nil || string(b) != "keep\n" {
+		t.Errorf("the file outside the working directory: %q, %v", b, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "# mine\n" {
+		t.Errorf("~/.bashrc: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git", "hooks", "pre-commit")); err == nil {
+		t.Error("a sandboxed command planted a git hook")
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".claude", "settings.json")); err == nil {
+		t.Error("a sandboxed command wrote .claude/settings.json")
+	}
+
+	// Writes inside the working directory work; the denied file's content
+	// never appears, whatever reads it.
+	tr := s.call("Bash", bash("echo made > made.txt && cat made.txt"), "")
+	if !strings.Contains(resultText(tr.result), "made") {
+		t.Errorf("a write inside: %s", resultText(tr.result))
+	}
+	for _, cmd := range []string{"cat secret.txt", "python3 -c 'print(open(\"secret.txt\").read())'", "cp secret.txt copy.txt; cat copy.txt", "grep -r launch ."} {
+		tr := s.call("Bash", bash(cmd), "")
+		if strings.Contains(resultText(tr.result), "launch codes") {
+			t.Errorf("%q leaked the denied file: %s", cmd, resultText(tr.result))
+		}
+	}
+	tr = s.call("Bash", bash("echo x > "+filepath.Join(outside, "new.txt")), "")
+	if !strings.Contains(resultText(tr.result), "Read-only file system") {
+		t.Errorf("a write outside tells the model why it failed: %s", resultText(tr.result))
+	}
+}
+
+// Without the sandbox enabled, nothing changes: a destructive command
+// outside asks.
+func TestSandboxOffAsksAsBefore(t *testing.T) {
+	_, s, dir := sandboxedSession(t, `{"enabled": false}`)
+	outside := filepath.Join(t.TempDir(), "x")
+	if tr := s.call("Bash", bash("rm -f "+outside), ""); !tr.asked() {
+		t.Errorf("an unsandboxed rm outside did not ask: %s", resultText(tr.result))
+	}
+	_ = dir
+}
+
+// A process the command daemonizes (setsid and a double fork) is confined
+// too and ends with the call.
+func TestSandboxDaemonDiesWithTheCall(t *testing.T) {
+	_, s, dir := sandboxedSession(t, `{"enabled": true}`)
+	beat := filepath.Join(dir, "beat")
+	tr := s.call("Bash", bash(`(setsid sh -c 'while :; do echo x >> `+beat+`; echo y > /tmp/escaped-$$ 2>/dev/null; sleep 0.05; done' >/dev/null 2>&1 &) ; sleep 0.3; echo started`), "")
+	if !strings.Contains(resultText(tr.result), "started") {
+		t.Fatalf("the command: %s", resultText(tr.result))
+	}
+	fi1, err := os.Stat(beat)
+	if err != nil {
+		t.Fatalf("the daemon never ran: %v", err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	fi2, _ := os.Stat(beat)
+	if fi2.Size() != fi1.Size() {
+		t.Errorf("the daemonized process outlived the call (%d → %d bytes)", fi1.Size(), fi2.Size())
+	}
+	if m, _ := filepath.Glob("/tmp/escaped-*"); len(m) > 0 {
+		t.Errorf("the daemonized process wrote outside: %v", m)
+	}
+}

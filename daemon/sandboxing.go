@@ -1,0 +1,144 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/tackle-agent/tackle/daemon/sandbox"
+	"github.com/tackle-agent/tackle/daemon/session"
+	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tools/shell"
+)
+
+// This file connects the Bash tool to the OS sandbox (package sandbox):
+// from the session's sandbox settings it decides whether a command runs
+// sandboxed, builds the command's policy (working directories writable,
+// protected paths and denied reads held, no network but the session's
+// proxy) and wraps the command line in bubblewrap.
+
+// sandboxLayer implements shell.Sandboxer.
+type sandboxLayer struct {
+	d *Daemon
+	// bwrap is bubblewrap's path ("" finds it in $PATH).
+	bwrap string
+	net   *sandboxNet
+}
+
+func newSandboxLayer(d *Daemon) *sandboxLayer {
+	return &sandboxLayer{d: d, bwrap: d.opts.Bwrap, net: newSandboxNet(d)}
+}
+
+var _ shell.Sandboxer = (*sandboxLayer)(nil)
+
+// settings are the sandbox settings of env's project.
+func (l *sandboxLayer) settings(env tool.Env) sandbox.Settings {
+	st, _ := l.d.loader.Load(rootOf(env))
+	s, problems := sandbox.Read(st)
+	for _, p := range problems {
+		l.d.log.Warn("sandbox settings", "problem", p)
+	}
+	return s
+}
+
+// Decide implements shell.Sandboxer.
+func (l *sandboxLayer) Decide(env tool.Env, commands []string, disable bool) shell.SandboxDecision {
+	s := l.settings(env)
+	if !s.Enabled {
+		return shell.SandboxDecision{}
+	}
+	if disable {
+		if !s.AllowUnsandboxed {
+			return shell.SandboxDecision{Refuse: "This command asked to run outside the sandbox (dangerouslyDisableSandbox), which the settings do not allow (sandbox.allowUnsandboxedCommands is false): run it without dangerouslyDisableSandbox."}
+		}
+		return shell.SandboxDecision{ForceAsk: "it asks to run outside the sandbox (dangerouslyDisableSandbox)"}
+	}
+	if s.ExcludedCommand(commands) {
+		return shell.SandboxDecision{}
+	}
+	if a := sandbox.Probe(l.bwrap); !a.OK {
+		if s.FailIfUnavailable {
+			return shell.SandboxDecision{Refuse: "The sandbox is required here (sandbox.failIfUnavailable), but it cannot run on this machine: " + a.Why + ". The command was not run."}
+		}
+		return shell.SandboxDecision{Notice: "The sandbox is enabled but cannot run on this machine (" + a.Why + "): the command went through the normal permission flow, unsandboxed."}
+	}
+	d := shell.SandboxDecision{Sandboxed: true}
+	if s.AutoAllow {
+		d.AutoAllow = describePolicy(&s)
+	}
+	return d
+}
+
+// describePolicy says what a sandboxed command may do, for the permission
+// stage's reason and tackle explain.
+func describePolicy(s *sandbox.Settings) string {
+	var b strings.Builder
+	b.WriteString("writes only in the working directories and the session's temporary directory")
+	if len(s.AllowWrite) > 0 {
+		b.WriteString(" and " + strings.Join(s.AllowWrite, ", "))
+	}
+	b.WriteString("; network only through tackle's proxy")
+	if len(s.AllowedDomains) > 0 {
+		b.WriteString(" to " + strings.Join(s.AllowedDomains, ", ") + " (other domains ask)")
+	} else {
+		b.WriteString(" (every domain asks)")
+	}
+	return b.String()
+}
+
+// Wrap implements shell.Sandboxer.
+func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []string) ([]string, []string, error) {
+	s := l.settings(env)
+	a := sandbox.Probe(l.bwrap)
+	if !a.OK {
+		return nil, nil, fmt.Errorf("the sandbox cannot run here: %s", a.Why)
+	}
+	sess, err := l.d.sessions.Get(context.Background(), env.SessionID())
+	if err != nil {
+		return nil, nil, err
+	}
+	root := sess.Root()
+	rules, _ := l.d.perms.rules(sess.ID(), root)
+	dirs := sess.WorkingDirs()
+	p, err := s.Prepare(sandbox.Options{
+		WorkingDirs: dirs, TempDir: l.tempDir(sess), Home: l.d.opts.Home,
+		DenyRead: rules.ReadDenyPaths(sess.Cwd(), root, l.d.opts.Home, dirs),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	p.Binds = append(p.Binds, writable...)
+	netEnv, err := l.net.attach(sess, p, &s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.Command(a.Bwrap, dir, argv), sandboxEnv(environ, &s, l.tempDir(sess), netEnv), nil
+}
+
+// tempDir is the session's temporary directory inside the sandbox.
+func (l *sandboxLayer) tempDir(sess *session.Session) string {
+	return filepath.Join(l.d.opts.StateDir, "sandbox", sess.ID(), "tmp")
+}
+
+// sandboxEnv is a sandboxed command's environment: without the hidden
+// variables, with TMPDIR and the proxy's variables.
+func sandboxEnv(environ []string, s *sandbox.Settings, tmp string, extra []string) []string {
+	hidden := map[string]bool{"TMPDIR": true}
+	for _, e := range extra {
+		k, _, _ := strings.Cut(e, "=")
+		hidden[k] = true
+	}
+	for _, h := range s.HiddenEnv {
+		hidden[h] = true
+	}
+	out := make([]string, 0, len(environ)+len(extra)+1)
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if !hidden[k] {
+			out = append(out, kv)
+		}
+	}
+	out = append(out, "TMPDIR="+tmp)
+	return append(out, extra...)
+}
