@@ -1,7 +1,9 @@
 package daemon_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tackle-agent/tackle/daemon"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	"github.com/tackle-agent/tackle/daemon/sandbox"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
 // needSandbox skips where bubblewrap cannot run (it is installed by the
@@ -135,5 +139,89 @@ func TestSandboxDaemonDiesWithTheCall(t *testing.T) {
 	}
 	if m, _ := filepath.Glob("/tmp/escaped-*"); len(m) > 0 {
 		t.Errorf("the daemonized process wrote outside: %v", m)
+	}
+}
+
+// Where the sandbox cannot run, failIfUnavailable refuses the command;
+// without it, a notice says so and the normal permission flow applies.
+func TestSandboxUnavailable(t *testing.T) {
+	for _, fail := range []bool{true, false} {
+		d := daemontest.Start(t, daemontest.WithOptions(func(o *daemon.Options) { o.Bwrap = "/nonexistent/bwrap" }))
+		writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), fmt.Sprintf(`{"sandbox": {"enabled": true, "failIfUnavailable": %v}}`, fail))
+		dir := t.TempDir()
+		s := attach(t, d, newSession(t, d, dir, ""))
+		tr := s.call("Bash", bash("echo hi > made.txt"), "")
+		switch {
+		case fail && (!strings.Contains(resultText(tr.result), "The sandbox is required here (sandbox.failIfUnavailable)") || tr.asked()):
+			t.Errorf("failIfUnavailable: %s (asked %v)", resultText(tr.result), tr.asked())
+		case !fail && !tr.asked():
+			t.Errorf("unavailable, not required: the write inside ran without the normal flow's prompt: %s", resultText(tr.result))
+		}
+		if _, err := os.Stat(filepath.Join(dir, "made.txt")); err == nil {
+			t.Errorf("fail=%v: the command ran", fail)
+		}
+	}
+}
+
+// Deny rules still deny a sandboxed command; excludedCommands and
+// dangerouslyDisableSandbox go through the normal flow (the latter
+// always asks, and is refused when allowUnsandboxedCommands is false).
+func TestSandboxRulesAndExceptions(t *testing.T) {
+	_, s, dir := sandboxedSession(t, `{"enabled": true, "excludedCommands": ["touch"]}`)
+	tr := s.call("Bash", bash("cat secret.txt"), "")
+	if tr.result.GetStatus() != "denied" {
+		t.Errorf("a Read deny rule with a sandboxed cat: %s %s", tr.result.GetStatus(), resultText(tr.result))
+	}
+	tr = s.call("Bash", bash("touch excluded.txt"), "")
+	if !tr.asked() {
+		t.Errorf("an excluded command ran without the normal flow: %s", resultText(tr.result))
+	}
+	tr = s.call("Bash", `{"command": "ls", "dangerouslyDisableSandbox": true}`, "")
+	if !tr.asked() {
+		t.Errorf("dangerouslyDisableSandbox of a read-only command did not ask: %s", resultText(tr.result))
+	}
+	_ = dir
+
+	_, s2, _ := sandboxedSession(t, `{"enabled": true, "allowUnsandboxedCommands": false}`)
+	tr = s2.call("Bash", `{"command": "ls", "dangerouslyDisableSandbox": true}`, "")
+	if !strings.Contains(resultText(tr.result), "sandbox.allowUnsandboxedCommands is false") {
+		t.Errorf("dangerouslyDisableSandbox where not allowed: %s", resultText(tr.result))
+	}
+}
+
+// An untrusted project can turn the sandbox on, but not widen it: its
+// allowWrite is ignored (and listed as ignored).
+func TestSandboxUntrustedProjectOnlyNarrows(t *testing.T) {
+	needSandbox(t)
+	d := daemontest.Start(t)
+	dir := t.TempDir()
+	extra := t.TempDir()
+	writeFile(t, filepath.Join(dir, ".claude", "settings.json"), `{"sandbox": {"enabled": true, "filesystem": {"allowWrite": ["`+extra+`"]}}}`)
+	s := attach(t, d, newSession(t, d, dir, ""))
+	tr := s.call("Bash", bash("echo x > "+filepath.Join(extra, "f")+"; echo y > inside.txt"), "")
+	if tr.asked() {
+		t.Errorf("the project's sandbox is not in force (asked): %s", resultText(tr.result))
+	}
+	if _, err := os.Stat(filepath.Join(extra, "f")); err == nil {
+		t.Error("the untrusted project's allowWrite applied")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "inside.txt")); err != nil {
+		t.Errorf("a write inside: %v", err)
+	}
+	if ig := snapshotOf(t, d, s.session).GetTrust().GetIgnored(); !strings.Contains(strings.Join(ig, "\n"), "sandbox.filesystem.allowWrite") {
+		t.Errorf("the ignored settings do not name sandbox.filesystem.allowWrite: %v", ig)
+	}
+}
+
+// tackle explain says a sandboxed command is allowed because it is
+// sandboxed, and what the sandbox allows.
+func TestSandboxExplain(t *testing.T) {
+	d, s, _ := sandboxedSession(t, `{"enabled": true, "network": {"allowedDomains": ["example.com"]}}`)
+	ex, err := d.Client().Explain(context.Background(), &tacklev1.ExplainRequest{SessionId: s.session, Tool: "Bash", InputJson: bash("rm -rf build && make")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.GetDecision() != "allow" || !strings.HasPrefix(ex.GetReason(), "allowed: sandboxed (writes only in the working directories") || !strings.Contains(ex.GetReason(), "example.com") {
+		t.Errorf("explain: %s %q", ex.GetDecision(), ex.GetReason())
 	}
 }

@@ -94,6 +94,12 @@ func (t *Bash) Validate(ctx context.Context, call *tool.Call) error {
 	if strings.IndexByte(in.Command, 0) >= 0 {
 		return errors.New("the command contains a NUL byte, which a shell command cannot hold: remove it")
 	}
+	if t.s != nil && t.s.opts.Sandbox != nil {
+		// Refused before anyone is asked about it.
+		if sd := t.s.opts.Sandbox.Decide(call.Env, analyzeAccess(call.Env, in.Command).Commands, in.DisableSandbox); sd.Refuse != "" {
+			return errors.New(sd.Refuse)
+		}
+	}
 	return nil
 }
 
