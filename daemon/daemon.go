@@ -254,6 +254,7 @@ func New(opts *Options) (*Daemon, error) {
 		Skills:          d.skills,
 		Agent:           d.prompts,
 		Subagents:       d.agents,
+		Sandbox:         d.sandbox,
 	})
 	if err != nil {
 		d.closeState()

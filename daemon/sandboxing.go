@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tackle-agent/tackle/daemon/sandbox"
+	"github.com/tackle-agent/tackle/daemon/server"
 	"github.com/tackle-agent/tackle/daemon/session"
 	"github.com/tackle-agent/tackle/daemon/tool"
 	"github.com/tackle-agent/tackle/daemon/tools/shell"
@@ -141,4 +142,41 @@ func sandboxEnv(environ []string, s *sandbox.Settings, tmp string, extra []strin
 	}
 	out = append(out, "TMPDIR="+tmp)
 	return append(out, extra...)
+}
+
+// Status implements server.Sandbox.
+func (l *sandboxLayer) Status(sess *session.Session) server.SandboxStatus {
+	st, _ := l.d.loader.Load(sess.Root())
+	s, problems := sandbox.Read(st)
+	a := sandbox.Probe(l.bwrap)
+	out := server.SandboxStatus{
+		Enabled: s.Enabled, Available: a.OK, WhyUnavailable: a.Why, Bwrap: a.Bwrap,
+		AutoAllow: s.AutoAllow, AllowUnsandboxed: s.AllowUnsandboxed, FailIfUnavailable: s.FailIfUnavailable,
+		AllowLocalBinding: s.AllowLocalBinding, Excluded: s.Excluded, AllowedDomains: s.AllowedDomains,
+		DeniedDomains: s.DeniedDomains, HiddenEnv: s.HiddenEnv, Notes: problems, Network: "none",
+	}
+	for _, ig := range st.Ignored {
+		if strings.HasPrefix(ig, "sandbox.") {
+			out.Notes = append(out.Notes, "ignored (the project is not trusted): "+ig)
+		}
+	}
+	if s.Enabled && !a.OK {
+		if s.FailIfUnavailable {
+			out.Notes = append(out.Notes, "Bash commands are refused until the sandbox can run (failIfUnavailable)")
+		} else {
+			out.Notes = append(out.Notes, "Bash commands run unsandboxed, through the normal permission flow")
+		}
+	}
+	root := sess.Root()
+	rules, _ := l.d.perms.rules(sess.ID(), root)
+	dirs := sess.WorkingDirs()
+	if p, err := s.Prepare(sandbox.Options{WorkingDirs: dirs, TempDir: l.tempDir(sess), Home: l.d.opts.Home,
+		DenyRead: rules.ReadDenyPaths(sess.Cwd(), root, l.d.opts.Home, dirs)}); err == nil {
+		out.Writable, out.ReadOnly = p.Write, p.ReadOnly
+		out.Hidden = append(append([]string(nil), p.HideFiles...), p.HideDirs...)
+	} else {
+		out.Notes = append(out.Notes, err.Error())
+	}
+	l.net.status(sess, &out)
+	return out
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"github.com/tackle-agent/tackle/daemon/sandbox"
+	"github.com/tackle-agent/tackle/daemon/server"
 	"github.com/tackle-agent/tackle/daemon/session"
 )
 
@@ -19,3 +20,6 @@ func newSandboxNet(d *Daemon) *sandboxNet { return &sandboxNet{d: d} }
 func (n *sandboxNet) attach(sess *session.Session, p *sandbox.Policy, s *sandbox.Settings) ([]string, error) {
 	return nil, nil
 }
+
+// status fills in the network part of a status.
+func (n *sandboxNet) status(sess *session.Session, out *server.SandboxStatus) {}

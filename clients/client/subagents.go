@@ -34,3 +34,9 @@ func (c *Client) StopSubagent(ctx context.Context, id string) (agent *tacklev1.S
 	}
 	return r.GetAgent(), r.GetStopped(), nil
 }
+
+// SandboxStatus says what the Bash sandbox does for a session.
+func (c *Client) SandboxStatus(ctx context.Context, sessionID string) (*tacklev1.SandboxStatusResponse, error) {
+	r, err := tacklev1.NewSandboxServiceClient(c.conn).SandboxStatus(ctx, &tacklev1.SandboxStatusRequest{SessionId: sessionID})
+	return r, convertError(err)
+}

@@ -407,6 +407,9 @@ func probe(bwrap string) Availability {
 			return Availability{Why: "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"}
 		}
 	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm()&0o111 == 0 {
+		return Availability{Why: "bubblewrap is not at " + path + ": install it (apt-get install bubblewrap) or fix the path"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, path, "--die-with-parent", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true").CombinedOutput()

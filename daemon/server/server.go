@@ -103,6 +103,8 @@ type Options struct {
 	Agent Agent
 	// Subagents serves SubagentService (nil: not served).
 	Subagents Subagents
+	// Sandbox serves SandboxService (nil: not served).
+	Sandbox Sandbox
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.
@@ -189,6 +191,9 @@ func New(opts *Options) (*Server, error) {
 	}
 	if s.opts.Subagents != nil {
 		tacklev1.RegisterSubagentServiceServer(s.grpc, &subagentService{s: s})
+	}
+	if s.opts.Sandbox != nil {
+		tacklev1.RegisterSandboxServiceServer(s.grpc, &sandboxService{s: s})
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)
