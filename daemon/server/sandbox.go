@@ -16,7 +16,7 @@ type Sandbox interface {
 // SandboxStatus is SandboxStatusResponse without protobuf.
 type SandboxStatus struct {
 	Enabled, Available, AutoAllow, AllowUnsandboxed, FailIfUnavailable, AllowLocalBinding bool
-	WhyUnavailable, Bwrap, Network, HTTPSocket, SOCKSSocket, Bridge                      string
+	WhyUnavailable, Bwrap, Network, HTTPSocket, SOCKSSocket, Bridge                       string
 	Excluded, AllowedDomains, DeniedDomains, Writable, ReadOnly, Hidden, HiddenEnv, Notes []string
 }
 
