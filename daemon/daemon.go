@@ -71,6 +71,9 @@ type Options struct {
 	// front of the command (default: tackle-sandbox-bridge next to this
 	// executable, then in $PATH).
 	Bwrap, SandboxBridge string
+	// SandboxDial, if set, opens the sandbox proxy's connections (tests
+	// map names to loopback servers); default a net.Dialer.
+	SandboxDial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Daemon is a built tackled. Build it with New, serve with Run (once).
@@ -362,6 +365,9 @@ func (d *Daemon) closeState() error {
 		}
 		if d.mcp != nil {
 			d.mcp.mgr.Close()
+		}
+		if d.sandbox != nil {
+			d.sandbox.net.close()
 		}
 		if d.sessions != nil {
 			if err := d.sessions.Close(); err != nil {

@@ -359,7 +359,12 @@ func (d *Daemon) dispatchOptions() *dispatch.Options {
 		SaveAlways: func(s dispatch.Session, scope, rule string) error {
 			return d.perms.saveAlways(d.rootSessionID(s.ID()), rootOf(s), scope, rule)
 		},
-		Lookup:   func(sessionID, name string) (tool.Tool, bool) { return d.mcp.lookup(sessionID, name) },
+		Lookup: func(sessionID, name string) (tool.Tool, bool) {
+			if name == sandboxNetTool {
+				return sandboxNetCall{}, true
+			}
+			return d.mcp.lookup(sessionID, name)
+		},
 		Unloaded: d.deferral.unloaded,
 		Load:     func(sessionID, name string) { d.deferral.load(sessionID, []string{name}) },
 		Audit: func(sessionID string, rec dispatch.AuditRecord) {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -223,5 +226,75 @@ func TestSandboxExplain(t *testing.T) {
 	}
 	if ex.GetDecision() != "allow" || !strings.HasPrefix(ex.GetReason(), "allowed: sandboxed (writes only in the working directories") || !strings.Contains(ex.GetReason(), "example.com") {
 		t.Errorf("explain: %s %q", ex.GetDecision(), ex.GetReason())
+	}
+}
+
+// The network of a sandboxed command is tackle's proxy: an allowed domain
+// works (here mapped to a loopback server), a denied one fails with the
+// sandbox's message, a new one asks and "always" saves it, and nothing
+// reaches the network around the proxy.
+func TestSandboxNetwork(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Fatal("curl is needed")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintf(w, "hello from %s", r.Host) }))
+	defer srv.Close()
+	target := srv.Listener.Addr().String()
+	d := daemontest.Start(t, daemontest.WithPermissionTimeout(10*time.Second), daemontest.WithOptions(func(o *daemon.Options) {
+		o.SandboxDial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, _ := net.SplitHostPort(addr)
+			if !strings.HasSuffix(host, ".test") {
+				return nil, fmt.Errorf("no such test host %s", host)
+			}
+			var dl net.Dialer
+			return dl.DialContext(ctx, network, target)
+		}
+	}))
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"),
+		`{"sandbox": {"enabled": true, "network": {"allowedDomains": ["allowed.test"], "deniedDomains": ["denied.test"]}}}`)
+	dir := t.TempDir()
+	s := attach(t, d, newSession(t, d, dir, ""))
+
+	tr := s.call("Bash", bash("curl -sS http://allowed.test/"), "")
+	if got := resultText(tr.result); !strings.Contains(got, "hello from allowed.test") || tr.asked() {
+		t.Errorf("an allowed domain: %s (asked %v)", got, tr.asked())
+	}
+	tr = s.call("Bash", bash("curl -sS http://denied.test/; curl -sS https://denied.test/"), "")
+	if got := resultText(tr.result); strings.Count(got, "blocked by the sandbox: domain denied.test") < 1 || strings.Contains(got, "hello") {
+		t.Errorf("a denied domain: %s", got)
+	}
+	tr = s.call("Bash", bash("curl -sS --noproxy '*' --max-time 3 http://"+target+"/ || echo NO-NETWORK"), "")
+	if got := resultText(tr.result); !strings.Contains(got, "NO-NETWORK") || strings.Contains(got, "hello") {
+		t.Errorf("around the proxy: %s", got)
+	}
+
+	// A new domain asks; "always" saves it for the session.
+	asks := 0
+	run := func(cmd string) string {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
+			SessionId: s.session, Ref: "r", Calls: []*tacklev1.ToolCall{{Id: "c", Name: "Bash", InputJson: string(in)}}}}})
+		for {
+			e := s.recv().GetEvent()
+			switch {
+			case e == nil:
+			case e.GetType() == "permission_requested":
+				asks++
+				if !strings.Contains(e.GetPermission().GetReason(), "new.test") {
+					t.Errorf("the prompt does not name the domain: %q", e.GetPermission().GetReason())
+				}
+				s.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_PermissionAnswer{PermissionAnswer: &tacklev1.PermissionAnswer{
+					SessionId: s.session, RequestId: e.GetPermission().GetRequestId(), Decision: tacklev1.Decision_DECISION_ALLOW_ALWAYS, Scope: tacklev1.Scope_SCOPE_SESSION}}})
+			case e.GetType() == "call_result" && e.GetCallId() == "c":
+				return resultText(e.GetResult())
+			}
+		}
+	}
+	if got := run("curl -sS http://new.test/"); !strings.Contains(got, "hello from new.test") || asks != 1 {
+		t.Errorf("a new domain, allowed always: %s (%d prompts)", got, asks)
+	}
+	if got := run("curl -sS http://new.test/again"); !strings.Contains(got, "hello from new.test") || asks != 1 {
+		t.Errorf("the domain saved: %s (%d prompts)", got, asks)
 	}
 }

@@ -89,15 +89,15 @@ func describePolicy(s *sandbox.Settings) string {
 }
 
 // Wrap implements shell.Sandboxer.
-func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []string) ([]string, []string, error) {
+func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []string) (*shell.Wrapped, error) {
 	s := l.settings(env)
 	a := sandbox.Probe(l.bwrap)
 	if !a.OK {
-		return nil, nil, fmt.Errorf("the sandbox cannot run here: %s", a.Why)
+		return nil, fmt.Errorf("the sandbox cannot run here: %s", a.Why)
 	}
 	sess, err := l.d.sessions.Get(context.Background(), env.SessionID())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	root := sess.Root()
 	rules, _ := l.d.perms.rules(sess.ID(), root)
@@ -107,14 +107,14 @@ func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []
 		DenyRead: rules.ReadDenyPaths(sess.Cwd(), root, l.d.opts.Home, dirs),
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	p.Binds = append(p.Binds, writable...)
-	netEnv, err := l.net.attach(sess, p, &s)
+	netEnv, enter, err := l.net.attach(sess, p, &s)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return p.Command(a.Bwrap, dir, argv), sandboxEnv(environ, &s, l.tempDir(sess), netEnv), nil
+	return &shell.Wrapped{Argv: p.Command(a.Bwrap, dir, argv), Env: sandboxEnv(environ, &s, l.tempDir(sess), netEnv), Enter: enter}, nil
 }
 
 // tempDir is the session's temporary directory inside the sandbox.

@@ -128,6 +128,22 @@ func BenchmarkBashTrueProcess(b *testing.B) {
 	})
 }
 
+// BenchmarkBashTrueSandboxed: the same call with the Bash sandbox on
+// (bubblewrap: mount, network and pid namespaces), allowed because it is
+// sandboxed.
+func BenchmarkBashTrueSandboxed(b *testing.B) {
+	benchCallProcess(b, func(root string) (string, string, string) {
+		cfg := filepath.Join(root, "config", "tackle", "settings.json")
+		if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(cfg, []byte(`{"sandbox": {"enabled": true}}`), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		return "Bash", `{"command":"true"}`, ""
+	})
+}
+
 // BenchmarkBashTrueDirect is the baseline of BenchmarkBashTrueProcess:
 // `/bin/bash -c true` run directly from this process.
 func BenchmarkBashTrueDirect(b *testing.B) {

@@ -63,6 +63,10 @@ bp, bd = g("BenchmarkBashTrueProcess", "p50-µs"), g("BenchmarkBashTrueDirect", 
 if bp and bd:
     rows.append(("Bash true through tackled vs bash -c true directly (p50, median of 3 runs (range))",
                  f"{bp:.0f} µs{spread('BenchmarkBashTrueProcess', 'p50-µs')}", f"{bd:.0f} µs{spread('BenchmarkBashTrueDirect', 'p50-µs')}", f"{bp/bd:.2f}", "≤ 1.5"))
+bs = g("BenchmarkBashTrueSandboxed", "p50-µs")
+if bs and bp:
+    rows.append(("Bash true sandboxed (bubblewrap) vs unsandboxed, both through tackled (p50, median of 3 runs (range))",
+                 f"{bs:.0f} µs{spread('BenchmarkBashTrueSandboxed', 'p50-µs')}", f"{bp:.0f} µs", f"{bs/bp:.2f}", "≤ 1.3"))
 for n, label, goal in [
     ("BenchmarkGrepGorootFilesLiteral", "Grep files_with_matches `errors\\.New\\(` over GOROOT/src vs rg -l", "≤ 1.3"),
     ("BenchmarkGrepGorootContentLiteral", "Grep content (-n) same literal vs rg -n", "≤ 1.3"),

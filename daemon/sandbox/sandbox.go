@@ -190,6 +190,9 @@ type Policy struct {
 	// Network, if set, is the way out: a bridge inside the namespace to
 	// the session's proxy. Unset, the command has no network at all.
 	Network *Network
+	// SharedNet: the command is started inside the session's network
+	// namespace (where the proxy listens), so bubblewrap keeps it.
+	SharedNet bool
 	// HostNetwork keeps the host's network namespace (allowLocalBinding):
 	// loopback servers are reachable; other traffic still goes through
 	// the proxy's variables (not enforced for programs that ignore them:
@@ -336,7 +339,7 @@ func (p *Policy) Command(bwrap, dir string, argv []string) []string {
 	// left (a daemon that setsid'd out of the process group included) is
 	// killed with the namespace.
 	args := []string{bwrap, "--die-with-parent", "--unshare-pid"}
-	if !p.HostNetwork {
+	if !p.HostNetwork && !p.SharedNet {
 		args = append(args, "--unshare-net")
 	}
 	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")

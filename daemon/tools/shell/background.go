@@ -84,10 +84,10 @@ func (s *Shells) runBackground(call *tool.Call, in bashInput, sandboxed bool) (*
 		s.mu.Unlock()
 		return nil, err
 	}
-	argv, environ, err := s.command(env, in.Command, dir, shellEnv(env, dir), sandboxed)
+	wr, err := s.command(env, in.Command, dir, shellEnv(env, dir), sandboxed)
 	var p *proc
 	if err == nil {
-		p, err = startProc(argv, dir, environ, f)
+		p, err = startProc(wr, dir, f)
 	}
 	f.Close()
 	if err != nil {

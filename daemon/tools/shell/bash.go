@@ -266,10 +266,10 @@ func (t *Bash) Run(ctx context.Context, call *tool.Call, progress tool.Progress)
 // command returns the command line of a shell running script in dir
 // with environ: in the sandbox when sandboxed (writable: files the shell
 // itself writes).
-func (s *Shells) command(env tool.Env, script, dir string, environ []string, sandboxed bool, writable ...string) ([]string, []string, error) {
+func (s *Shells) command(env tool.Env, script, dir string, environ []string, sandboxed bool, writable ...string) (*Wrapped, error) {
 	argv := []string{s.opts.Shell, "-c", script}
 	if !sandboxed || s.opts.Sandbox == nil {
-		return argv, environ, nil
+		return &Wrapped{Argv: argv, Env: environ}, nil
 	}
 	return s.opts.Sandbox.Wrap(env, dir, argv, environ, writable)
 }
@@ -344,13 +344,13 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 		return nil, fmt.Errorf("creating the output pipe: %w", err)
 	}
 	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20) //nolint:errcheck // a larger pipe is only faster
-	argv, environ, err := s.command(env, script, dir, shellEnv(env, dir), sandboxed, cwdPath)
+	wr, err := s.command(env, script, dir, shellEnv(env, dir), sandboxed, cwdPath)
 	if err != nil {
 		w.Close()
 		r.Close()
 		return nil, err
 	}
-	p, err := startProc(argv, dir, environ, w)
+	p, err := startProc(wr, dir, w)
 	w.Close()
 	if err != nil {
 		r.Close()

@@ -39,17 +39,20 @@ func becomeSubreaper() error {
 // startProc starts argv (a shell -c script, or the sandbox running one)
 // in dir with env, stdin /dev/null and stdout and stderr to out, in a new
 // process group. The caller must call wait (usually in a goroutine).
-func startProc(argv []string, dir string, env []string, out *os.File) (*proc, error) {
-	shell := argv[0]
-	cmd := exec.Command(argv[0], argv[1:]...)
+func startProc(wr *Wrapped, dir string, out *os.File) (*proc, error) {
+	cmd := exec.Command(wr.Argv[0], wr.Argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = env
+	cmd.Env = wr.Env
 	cmd.Stdin = nil // the null device
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", shell, err)
+	start := cmd.Start
+	if wr.Enter != nil {
+		start = func() error { return wr.Enter(cmd.Start) }
+	}
+	if err := start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", wr.Argv[0], err)
 	}
 	return &proc{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{})}, nil
 }

@@ -58,10 +58,18 @@ type Sandboxer interface {
 	// and unavailable, or dangerouslyDisableSandbox is not allowed).
 	// commands are its simple commands (for excludedCommands).
 	Decide(env tool.Env, commands []string, disable bool) SandboxDecision
-	// Wrap returns the command line that runs argv in the sandbox in dir
-	// and the environment to run it with; writable are files the shell
-	// itself must write (its final-directory file).
-	Wrap(env tool.Env, dir string, argv, environ, writable []string) ([]string, []string, error)
+	// Wrap returns how argv runs in the sandbox in dir; writable are
+	// files the shell itself must write (its final-directory file).
+	Wrap(env tool.Env, dir string, argv, environ, writable []string) (*Wrapped, error)
+}
+
+// Wrapped is a sandboxed command line.
+type Wrapped struct {
+	Argv, Env []string
+	// Enter, if set, runs start (which starts the process) where the
+	// process must be started from: a thread inside the session's
+	// network namespace.
+	Enter func(start func() error) error
 }
 
 // SandboxDecision is how a command runs.
