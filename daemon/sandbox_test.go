@@ -96,7 +96,7 @@ func TestSandboxHoldsTheBoundary(t *testing.T) {
 	// Writes inside the working directory work; the denied file's content
 	// never appears, whatever reads it.
 	tr := s.call("Bash", bash("echo made > made.txt && cat made.txt"), "")
-	if !strings.Contains(resultText(tr.result), "made") {
+	if got := resultText(tr.result); strings.TrimSpace(got) != "made" {
 		t.Errorf("a write inside: %s", resultText(tr.result))
 	}
 	for _, cmd := range []string{"cat secret.txt", "python3 -c 'print(open(\"secret.txt\").read())'", "cp secret.txt copy.txt; cat copy.txt", "grep -r launch ."} {
@@ -104,6 +104,12 @@ func TestSandboxHoldsTheBoundary(t *testing.T) {
 		if strings.Contains(resultText(tr.result), "launch codes") {
 			t.Errorf("%q leaked the denied file: %s", cmd, resultText(tr.result))
 		}
+	}
+	// tackle's own state and socket are not there at all: a command can
+	// neither read other sessions' transcripts nor drive tackled.
+	tr = s.call("Bash", bash("test -e "+filepath.Join(d.Options().StateDir, "state.db")+" && echo DB-VISIBLE; test -S "+d.Socket()+" && echo SOCKET-VISIBLE; echo checked"), "")
+	if got := resultText(tr.result); !strings.Contains(got, "checked") || strings.Contains(got, "VISIBLE") {
+		t.Errorf("tackle's state or socket is visible in the sandbox: %s", got)
 	}
 	tr = s.call("Bash", bash("echo x > "+filepath.Join(outside, "new.txt")), "")
 	if !strings.Contains(resultText(tr.result), "Read-only file system") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tackle-agent/tackle/daemon/sandbox"
 	"github.com/tackle-agent/tackle/daemon/server"
@@ -105,6 +106,7 @@ func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []
 	p, err := s.Prepare(sandbox.Options{
 		WorkingDirs: dirs, TempDir: l.tempDir(sess), Home: l.d.opts.Home,
 		DenyRead: rules.ReadDenyPaths(sess.Cwd(), root, l.d.opts.Home, dirs),
+		Mask:     l.masked(),
 	})
 	if err != nil {
 		return nil, err
@@ -114,7 +116,18 @@ func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []
 	if err != nil {
 		return nil, err
 	}
-	return &shell.Wrapped{Argv: p.Command(a.Bwrap, dir, argv), Env: sandboxEnv(environ, &s, l.tempDir(sess), netEnv), Enter: enter}, nil
+	return &shell.Wrapped{Argv: p.Command(a.Bwrap, dir, argv), Env: sandboxEnv(environ, &s, l.tempDir(sess), netEnv), Enter: enter,
+		Settle: 100 * time.Millisecond}, nil
+}
+
+// masked are tackle's own directories, which no sandboxed command sees:
+// the state directory and the socket's.
+func (l *sandboxLayer) masked() []string {
+	m := []string{l.d.opts.StateDir}
+	if l.d.opts.Socket != "" {
+		m = append(m, filepath.Dir(l.d.opts.Socket))
+	}
+	return m
 }
 
 // tempDir is the session's temporary directory inside the sandbox.
@@ -171,9 +184,10 @@ func (l *sandboxLayer) Status(sess *session.Session) server.SandboxStatus {
 	rules, _ := l.d.perms.rules(sess.ID(), root)
 	dirs := sess.WorkingDirs()
 	if p, err := s.Prepare(sandbox.Options{WorkingDirs: dirs, TempDir: l.tempDir(sess), Home: l.d.opts.Home,
-		DenyRead: rules.ReadDenyPaths(sess.Cwd(), root, l.d.opts.Home, dirs)}); err == nil {
+		DenyRead: rules.ReadDenyPaths(sess.Cwd(), root, l.d.opts.Home, dirs), Mask: l.masked()}); err == nil {
+		out.Hidden = append(out.Hidden, p.Mask...)
 		out.Writable, out.ReadOnly = p.Write, p.ReadOnly
-		out.Hidden = append(append([]string(nil), p.HideFiles...), p.HideDirs...)
+		out.Hidden = append(append(out.Hidden, p.HideFiles...), p.HideDirs...)
 	} else {
 		out.Notes = append(out.Notes, err.Error())
 	}

@@ -187,6 +187,9 @@ type Policy struct {
 	// Binds are extra paths bound read-write (allowed unix sockets, the
 	// proxy's sockets).
 	Binds []string
+	// Mask are directories replaced by an empty one before anything is
+	// bound (Options.Mask).
+	Mask []string
 	// Network, if set, is the way out: a bridge inside the namespace to
 	// the session's proxy. Unset, the command has no network at all.
 	Network *Network
@@ -222,6 +225,11 @@ type Options struct {
 	// DenyRead are paths the session's Read deny rules cover (absolute,
 	// resolved from the rules by the caller): hidden as denyRead is.
 	DenyRead []string
+	// Mask are directories a sandboxed command must not see at all:
+	// tackle's own state (other sessions' transcripts) and its socket
+	// (which would let the command drive tackle from outside the
+	// sandbox). Writable paths inside them stay (bound on top).
+	Mask []string
 }
 
 // Prepare builds the policy of a command from the settings, creating the
@@ -229,6 +237,11 @@ type Options struct {
 // read-only.
 func (s *Settings) Prepare(o Options) (*Policy, error) {
 	p := &Policy{HostNetwork: s.AllowLocalBinding}
+	for _, m := range o.Mask {
+		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
+			p.Mask = append(p.Mask, filepath.Clean(m))
+		}
+	}
 	add := func(dst *[]string, path string) {
 		if path != "" && !slices.Contains(*dst, path) {
 			*dst = append(*dst, path)
@@ -343,8 +356,29 @@ func (p *Policy) Command(bwrap, dir string, argv []string) []string {
 		args = append(args, "--unshare-net")
 	}
 	args = append(args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+	// The writable directories, then the masks (an empty, throw-away
+	// tmpfs: a mask may lie inside a working directory), then what is
+	// writable inside a mask (the session's temporary directory).
+	masked := func(path string) bool {
+		for _, m := range p.Mask {
+			if path == m || strings.HasPrefix(path, m+string(filepath.Separator)) {
+				return true
+			}
+		}
+		return false
+	}
 	for _, w := range p.Write {
-		args = append(args, "--bind", w, w)
+		if !masked(w) {
+			args = append(args, "--bind", w, w)
+		}
+	}
+	for _, m := range p.Mask {
+		args = append(args, "--tmpfs", m)
+	}
+	for _, w := range p.Write {
+		if masked(w) {
+			args = append(args, "--bind", w, w)
+		}
 	}
 	for _, b := range p.Binds {
 		args = append(args, "--bind", b, b)

@@ -14,8 +14,9 @@ import (
 
 // proc is one running shell: bash, the leader of its own process group.
 type proc struct {
-	cmd  *exec.Cmd
-	pgid int
+	cmd    *exec.Cmd
+	pgid   int
+	settle time.Duration // Wrapped.Settle
 	done chan struct{} // closed by wait once bash has been waited for
 	// state is bash's exit state, set before done is closed.
 	state *os.ProcessState
@@ -54,7 +55,7 @@ func startProc(wr *Wrapped, dir string, out *os.File) (*proc, error) {
 	if err := start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", wr.Argv[0], err)
 	}
-	return &proc{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{})}, nil
+	return &proc{cmd: cmd, pgid: cmd.Process.Pid, settle: wr.Settle, done: make(chan struct{})}, nil
 }
 
 // wait waits for bash to exit and closes done.
@@ -113,7 +114,7 @@ func (p *proc) terminate(grace time.Duration) {
 // closed): it reaps what exited of its group and kills what is still
 // running (as terminate). It reports whether anything was left running.
 func (p *proc) cleanup(grace time.Duration) (leftovers bool) {
-	if reapGroup(p.pgid) {
+	if reapGroup(p.pgid) || p.settle > 0 && waitGroup(p.pgid, time.Now().Add(p.settle)) {
 		return false
 	}
 	p.terminate(grace)

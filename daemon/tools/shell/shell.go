@@ -70,6 +70,10 @@ type Wrapped struct {
 	// process must be started from: a thread inside the session's
 	// network namespace.
 	Enter func(start func() error) error
+	// Settle is how long the process group may take to empty after the
+	// command exited before what is left counts as left running (the
+	// sandbox's inner process ends just after the outer one).
+	Settle time.Duration
 }
 
 // SandboxDecision is how a command runs.
