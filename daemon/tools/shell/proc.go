@@ -17,7 +17,7 @@ type proc struct {
 	cmd    *exec.Cmd
 	pgid   int
 	settle time.Duration // Wrapped.Settle
-	done chan struct{} // closed by wait once bash has been waited for
+	done   chan struct{} // closed by wait once bash has been waited for
 	// state is bash's exit state, set before done is closed.
 	state *os.ProcessState
 }
