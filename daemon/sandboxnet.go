@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,16 +64,6 @@ func newSandboxNet(d *Daemon) *sandboxNet { return &sandboxNet{d: d, ns: map[str
 // programs at the proxy, and how to start the command inside the
 // namespace.
 func (n *sandboxNet) attach(sess *session.Session, p *sandbox.Policy, s *sandbox.Settings) ([]string, func(func() error) error, error) {
-	if s.AllowLocalBinding {
-		// The host's network namespace: loopback servers are reachable;
-		// programs that honour the proxy variables go through it.
-		p.HostNetwork = true
-		sn := n.session(sess)
-		if sn.err != nil {
-			return nil, nil, nil
-		}
-		return netproxy.Env(0, 0, true), nil, nil
-	}
 	sn := n.session(sess)
 	if sn.err != nil {
 		return nil, nil, fmt.Errorf("the sandbox's network namespace: %w", sn.err)
@@ -219,10 +210,6 @@ func (n *sandboxNet) status(sess *session.Session, out *server.SandboxStatus) {
 	if !out.Enabled {
 		return
 	}
-	if out.AllowLocalBinding {
-		out.Network = "host (allowLocalBinding): loopback reachable, the proxy variables point nowhere outside it"
-		return
-	}
 	out.Network = fmt.Sprintf("proxy: 127.0.0.1:%d inside the session's network namespace (HTTP, HTTPS CONNECT, SOCKS5)", proxyPort)
 }
 
@@ -235,8 +222,11 @@ func (l *sandboxLayer) decideNet(ctx context.Context, sess *session.Session, hos
 			return netproxy.Verdict{Reason: "denied by sandbox.network.deniedDomains " + p}
 		}
 	}
-	if ip := net.ParseIP(host); ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()) {
-		return netproxy.Verdict{Reason: "a local or private address (set sandbox.network.allowLocalBinding to reach local servers)"}
+	if local := host == "localhost" || strings.HasSuffix(host, ".localhost"); local || isLocalIP(host) {
+		if !s.AllowLocalBinding {
+			return netproxy.Verdict{Reason: "a local or private address (set sandbox.network.allowLocalBinding to reach the host's local servers)"}
+		}
+		return netproxy.Verdict{Allow: true, Reason: "a local address, allowed by sandbox.network.allowLocalBinding"}
 	}
 	for _, p := range s.AllowedDomains {
 		if netproxy.MatchDomain(p, host) {
@@ -258,6 +248,13 @@ func (l *sandboxLayer) decideNet(ctx context.Context, sess *session.Session, hos
 		why = rs[0].Status
 	}
 	return netproxy.Verdict{Reason: "the connection was " + why + " (allow it with sandbox.network.allowedDomains or a WebFetch(domain:" + host + ") rule)"}
+}
+
+// isLocalIP reports whether host is a loopback, private, link-local or
+// unspecified address.
+func isLocalIP(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified())
 }
 
 // sandboxNetTool is the internal tool a sandboxed connection is decided

@@ -32,6 +32,7 @@ run -bench 'DiscoverCold' -benchtime 10x ./daemon/skill/
 run -bench 'FirstDelta|ToolUseToHandler|SubagentStart' -benchtime 200x ./integration/
 run -bench 'ThreeClientsDeltaFlood' -benchtime 2x ./integration/
 run -bench 'WholeTurn' -benchtime 20x ./integration/
+run -bench 'ProxiedLoopbackGET' -benchtime 500x ./daemon/sandbox/netproxy/
 python3 - "$out" <<'PY'
 import re, sys
 import statistics
@@ -124,6 +125,9 @@ wt, wc = g("BenchmarkWholeTurnTackle", "p50-µs"), g("BenchmarkWholeTurnClaudeCo
 if wt and wc:
     rows.append(("A whole one-tool turn (prompt → Read → answer) against the fake model: `tackle run` (warm daemon) vs Claude Code's `claude -p` 2.1.332 (p50)",
                  f"{wt/1000:.1f} ms", f"{wc/1000:.0f} ms", f"{wt/wc:.3f}", "≤ 0.2"))
+pp, pd = g("BenchmarkProxiedLoopbackGET", "proxied-p50-µs"), g("BenchmarkProxiedLoopbackGET", "direct-p50-µs")
+if pp and pd:
+    rows.append(("An HTTP GET to a loopback server through the sandbox proxy vs direct, a new connection per GET (p50)", f"{pp:.0f} µs", f"{pd:.0f} µs", f"+{(pp-pd)/1000:.2f} ms", "≤ +5 ms"))
 if g("BenchmarkStatusCLI", "p50-ms"):
     rows.append(("`tackle status` against a warm daemon (whole process, p50)", f"{g('BenchmarkStatusCLI','p50-ms'):.1f} ms", "", "", "≤ 20 ms"))
 print()

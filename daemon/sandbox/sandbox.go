@@ -59,9 +59,8 @@ type Settings struct {
 	// anyway; see README).
 	AllowUnixSockets    []string
 	AllowAllUnixSockets bool
-	// AllowLocalBinding lets a command reach the host's loopback servers
-	// (it then shares the host's network namespace, still through the
-	// proxy for everything else).
+	// AllowLocalBinding lets a command reach the host's local servers
+	// (loopback and private addresses) through the proxy.
 	AllowLocalBinding bool
 
 	AllowWrite, DenyWrite, DenyRead, AllowRead []string
@@ -196,10 +195,8 @@ type Policy struct {
 	// SharedNet: the command is started inside the session's network
 	// namespace (where the proxy listens), so bubblewrap keeps it.
 	SharedNet bool
-	// HostNetwork keeps the host's network namespace (allowLocalBinding):
-	// loopback servers are reachable; other traffic still goes through
-	// the proxy's variables (not enforced for programs that ignore them:
-	// see README).
+	// HostNetwork keeps the host's network namespace (nothing confines
+	// the network then: for a caller that confines it otherwise).
 	HostNetwork bool
 }
 
@@ -236,7 +233,7 @@ type Options struct {
 // temporary directory and the missing protected directories it holds
 // read-only.
 func (s *Settings) Prepare(o Options) (*Policy, error) {
-	p := &Policy{HostNetwork: s.AllowLocalBinding}
+	p := &Policy{}
 	for _, m := range o.Mask {
 		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
 			p.Mask = append(p.Mask, filepath.Clean(m))
