@@ -16,6 +16,8 @@ import (
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
 	"github.com/goccy/go-yaml/token"
+
+	"github.com/tackle-agent/tackle/internal/frontmatter"
 )
 
 // maxValues bounds the values a frontmatter may expand to: YAML aliases
@@ -724,7 +726,7 @@ func (r *reader) mcpServers(e *entry) ([]MCPServer, []position) {
 					r.problem(p, "mcpServers: the configuration of inline server %q is %s, not a mapping like a .mcp.json entry; ignored", name, kindOf(cfg))
 					break
 				}
-				s.Name, s.Config = strings.TrimSpace(name), jsonable(c).(map[string]any)
+				s.Name, s.Config = strings.TrimSpace(name), frontmatter.JSONable(c).(map[string]any)
 			}
 			if s.Config == nil {
 				continue
@@ -783,7 +785,7 @@ func (r *reader) hooks(e *entry) map[string]any {
 	if len(m) == 0 {
 		return nil
 	}
-	return jsonable(m).(map[string]any)
+	return frontmatter.JSONable(m).(map[string]any)
 }
 
 // nameAndDescription checks the required fields. A plugin's file without
@@ -866,56 +868,14 @@ func suggestName(name string) string {
 	return s
 }
 
-// jsonable turns map[any]any (which encoding/json rejects) into
-// map[string]any, all the way down.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonable(e)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonable(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonable(e)
-		}
-		return out
-	}
-	return v
-}
-
 // splitList splits "Read, Bash(git add *) Grep" on commas and white space
 // outside parentheses: [Read Bash(git add *) Grep]. Claude Code splits the
 // same way, so `tools: All tools` names the tools All and tools.
 func splitList(s string) []string {
-	out := []string{}
-	depth, start := 0, 0
-	flush := func(end int) {
-		if t := strings.TrimSpace(s[start:end]); t != "" {
-			out = append(out, t)
-		}
+	if l := frontmatter.SplitList(s); l != nil {
+		return l
 	}
-	for i, c := range s {
-		switch {
-		case c == '(':
-			depth++
-		case c == ')' && depth > 0:
-			depth--
-		case depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n'):
-			flush(i)
-			start = i + 1
-		}
-	}
-	flush(len(s))
-	return out
+	return []string{}
 }
 
 func contains(list []string, s string) bool {

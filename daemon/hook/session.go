@@ -9,6 +9,7 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/internal/frontmatter"
 )
 
 // sessionHooks are hooks a session added at run time: a skill's frontmatter
@@ -147,7 +148,7 @@ func (h *Hooks) ClearScoped(sessionID string) {
 func subagentHooks(hooks map[string]any) map[string]any {
 	out := make(map[string]any, len(hooks))
 	for k, v := range hooks {
-		out[k] = jsonable(v)
+		out[k] = frontmatter.JSONable(v)
 	}
 	if stop, ok := out[Stop]; ok {
 		delete(out, Stop)
@@ -161,32 +162,6 @@ func subagentHooks(hooks map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-// jsonable converts the map[any]any of a YAML decoder (recursively) so
-// that encoding/json can encode the value.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = jsonable(e)
-		}
-		return m
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = jsonable(e)
-		}
-		return m
-	case []any:
-		s := make([]any, len(x))
-		for i, e := range x {
-			s[i] = jsonable(e)
-		}
-		return s
-	}
-	return v
 }
 
 // DropSession forgets the hooks a session added (its skills' and its

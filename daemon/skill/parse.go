@@ -14,6 +14,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/goccy/go-yaml"
 
+	"github.com/tackle-agent/tackle/internal/frontmatter"
 	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
@@ -568,37 +569,12 @@ func (s *Skill) hooks(v any) json.RawMessage {
 			s.warnf("hooks.%s: want a list of {matcher, hooks}, got a %s", ev, kindOf(x))
 		}
 	}
-	raw, err := json.Marshal(jsonable(m))
+	raw, err := json.Marshal(frontmatter.JSONable(m))
 	if err != nil {
 		s.warnf("hooks: cannot be converted to JSON (%v): ignored", err)
 		return nil
 	}
 	return raw
-}
-
-// jsonable turns map[any]any (which encoding/json rejects) into map[string]any.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[k] = jsonable(e)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonable(e)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = jsonable(e)
-		}
-		return out
-	}
-	return v
 }
 
 // splitWords splits "a b, c" into [a b c].
@@ -608,34 +584,11 @@ func splitWords(s string) []string {
 
 // splitTools splits "Bash(git add:*), Read Grep" on commas and spaces outside
 // parentheses: [Bash(git add:*) Read Grep].
-func splitTools(s string) []string { return splitOutside(s) }
+func splitTools(s string) []string { return frontmatter.SplitList(s) }
 
 // splitPaths splits "src/**/*.{ts,tsx}, docs/*.md" on commas (and spaces)
 // outside braces and brackets.
-func splitPaths(s string) []string { return splitOutside(s) }
-
-func splitOutside(s string) []string {
-	var out []string
-	depth, start := 0, 0
-	flush := func(end int) {
-		if t := strings.TrimSpace(s[start:end]); t != "" {
-			out = append(out, t)
-		}
-	}
-	for i, r := range s {
-		switch {
-		case r == '(' || r == '{' || r == '[':
-			depth++
-		case (r == ')' || r == '}' || r == ']') && depth > 0:
-			depth--
-		case depth == 0 && (r == ',' || r == ' ' || r == '\t' || r == '\n'):
-			flush(i)
-			start = i + 1
-		}
-	}
-	flush(len(s))
-	return out
-}
+func splitPaths(s string) []string { return frontmatter.SplitList(s) }
 
 // firstParagraph is the body's first paragraph that is not only a heading
 // (else the first heading's text), on one line.
