@@ -14,12 +14,15 @@
 package acp
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -58,7 +61,9 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	a := &agent{o: o, sessions: map[string]*session{}}
 	a.ctx, a.cancel = context.WithCancel(ctx)
 	defer a.cancel()
-	a.conn = sdk.NewAgentSideConnection(a, out, in)
+	w := &lockedWriter{w: out}
+	a.conn = sdk.NewAgentSideConnection(a, w, &lineFilter{r: bufio.NewReaderSize(in, 64<<10), out: w})
+	a.conn.SetLogger(slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():
@@ -463,4 +468,51 @@ func (a *agent) closeAll() {
 	for _, id := range ids {
 		ss[id].close()
 	}
+}
+
+// lockedWriter serialises the writes of the protocol connection and of the
+// line filter's parse errors, each a whole line.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// lineFilter passes the client's lines on, answering a line that is not
+// JSON with JSON-RPC's parse error (the protocol library would drop it
+// silently) so the client learns of it, and the connection goes on.
+type lineFilter struct {
+	r    *bufio.Reader
+	out  io.Writer
+	rest []byte // of a line already read, not yet returned
+}
+
+// parseError is JSON-RPC's answer to a line that does not parse.
+var parseError = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not a JSON-RPC message"}}` + "\n")
+
+func (f *lineFilter) Read(p []byte) (int, error) {
+	for len(f.rest) == 0 {
+		line, err := f.r.ReadBytes('\n')
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			if json.Valid(t) {
+				f.rest = append(t, '\n')
+			} else if _, werr := f.out.Write(parseError); werr != nil {
+				return 0, werr
+			}
+		}
+		if err != nil {
+			if len(f.rest) > 0 {
+				break
+			}
+			return 0, err
+		}
+	}
+	n := copy(p, f.rest)
+	f.rest = f.rest[n:]
+	return n, nil
 }

@@ -312,3 +312,49 @@ func TestCancelDuringPermission(t *testing.T) {
 		t.Error("the cancelled call ran")
 	}
 }
+
+// A malformed line gets a JSON-RPC parse error and the connection goes on;
+// an unknown method gets -32601.
+func TestMalformedLineAndUnknownMethod(t *testing.T) {
+	d := daemontest.Start(t)
+	c, err := client.Dial(context.Background(), &client.Options{Socket: d.Socket(), NoAutostart: true, ClientName: "acp-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		acp.Serve(ctx, acp.Options{Client: c}, inR, outW)
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(outR)
+	next := func() map[string]any {
+		t.Helper()
+		if !sc.Scan() {
+			t.Fatalf("no answer: %v", sc.Err())
+		}
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("a line that is not JSON: %q", sc.Text())
+		}
+		return m
+	}
+	io.WriteString(inW, "{this is not json\n")
+	if m := next(); m["error"] == nil || m["error"].(map[string]any)["code"].(float64) != -32700 {
+		t.Errorf("the malformed line's answer: %v", m)
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":7,"method":"no/such_method","params":{}}`+"\n")
+	if m := next(); m["error"] == nil || m["error"].(map[string]any)["code"].(float64) != -32601 {
+		t.Errorf("an unknown method's answer: %v", m)
+	}
+	io.WriteString(inW, `{"jsonrpc":"2.0","id":8,"method":"initialize","params":{"protocolVersion":1}}`+"\n")
+	if m := next(); m["result"] == nil || m["id"].(float64) != 8 {
+		t.Errorf("initialize after the errors: %v", m)
+	} else if r := m["result"].(map[string]any); r["protocolVersion"].(float64) != 1 || r["agentCapabilities"].(map[string]any)["loadSession"] != true {
+		t.Errorf("initialize: %v", r)
+	}
+	inW.Close()
+}
