@@ -18,6 +18,7 @@ import (
 	"github.com/tackle-agent/tackle/clients/acp"
 	"github.com/tackle-agent/tackle/clients/client"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/fakemodel"
 )
 
@@ -357,4 +358,50 @@ func TestMalformedLineAndUnknownMethod(t *testing.T) {
 		t.Errorf("initialize: %v", r)
 	}
 	inW.Close()
+}
+
+// A permission another client answers first: the editor's request is
+// withdrawn ($/cancel_request ends its context), the call runs once, and
+// the editor's late answer changes nothing.
+func TestAnsweredElsewhereFirst(t *testing.T) {
+	f := start(t, nil)
+	target := filepath.Join(f.dir, "once.txt")
+	f.fm.SetScript(fakemodel.Turns(fakemodel.Call("Bash", map[string]any{"command": "echo run >> " + target}), fakemodel.Say("Done.")))
+	asked := make(chan sdk.RequestPermissionRequest, 1)
+	withdrawn := make(chan struct{})
+	f.ed.answer = func(r sdk.RequestPermissionRequest) sdk.RequestPermissionResponse {
+		asked <- r
+		<-withdrawn
+		return allow("allow_once")(r)
+	}
+	sid := f.newSession(t)
+	done := make(chan sdk.StopReason, 1)
+	go func() {
+		r, err := f.conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sid, Prompt: []sdk.ContentBlock{sdk.TextBlock("run it")}})
+		if err != nil {
+			t.Errorf("prompt: %v", err)
+		}
+		done <- r.StopReason
+	}()
+	<-asked
+	c, err := client.Dial(context.Background(), &client.Options{Socket: f.d.Socket(), NoAutostart: true, ClientName: "terminal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	pending, err := c.ListPendingPermissions(context.Background(), string(sid))
+	if err != nil || len(pending) != 1 {
+		t.Fatalf("pending: %v, %v", pending, err)
+	}
+	if r, err := c.AnswerPermission(context.Background(), &tacklev1.PermissionAnswer{SessionId: string(sid), RequestId: pending[0].GetRequestId(), Decision: tacklev1.Decision_DECISION_ALLOW_ONCE}); err != nil || !r.GetAccepted() {
+		t.Fatalf("answering from the terminal: %v, %v", r, err)
+	}
+	if got := <-done; got != sdk.StopReasonEndTurn {
+		t.Errorf("stop reason %q", got)
+	}
+	close(withdrawn) // the editor answers late
+	time.Sleep(50 * time.Millisecond)
+	if b, _ := os.ReadFile(target); string(b) != "run\n" {
+		t.Errorf("the command ran %q (want once)", b)
+	}
 }
