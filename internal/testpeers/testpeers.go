@@ -1,6 +1,7 @@
 // Package testpeers finds the real programs tackle's tests talk to: the MCP
-// servers and the MCP conformance suite from npm, installed into
-// testpeers/node_modules by scripts/npm-peers.sh (run by `make deps`).
+// servers, the MCP conformance suite and the ACP clients (acpx, the ACP
+// SDK of testpeers/acp) from npm, installed into testpeers/node_modules by
+// scripts/npm-peers.sh (run by `make deps`).
 package testpeers
 
 import (
@@ -36,4 +37,17 @@ func NodeBinDir(t testing.TB) string {
 		t.Fatalf("Node 22 for the conformance suite is not installed (%v): run `make deps` (scripts/npm-peers.sh)", err)
 	}
 	return d
+}
+
+// ACPClient returns the absolute path of testpeers/acp/client.mjs, the ACP
+// client (on the official TypeScript SDK) the tests drive `tackle acp`
+// with, to run with the Node of NodeBinDir; it fails t when the SDK is not
+// installed.
+func ACPClient(t testing.TB) string {
+	t.Helper()
+	sdk := filepath.Join(Root(), "node_modules", "@agentclientprotocol", "sdk", "package.json")
+	if _, err := os.Stat(sdk); err != nil {
+		t.Fatalf("the ACP SDK for testpeers/acp is not installed (%v): run `make deps` (scripts/npm-peers.sh)", err)
+	}
+	return filepath.Join(Root(), "acp", "client.mjs")
 }
