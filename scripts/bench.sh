@@ -33,6 +33,7 @@ run -bench 'FirstDelta|ToolUseToHandler|SubagentStart' -benchtime 200x ./integra
 run -bench 'ThreeClientsDeltaFlood' -benchtime 2x ./integration/
 run -bench 'WholeTurn' -benchtime 20x ./integration/
 run -bench 'ProxiedLoopbackGET' -benchtime 500x ./daemon/sandbox/netproxy/
+run -bench '(ACP|Run)PromptTurn' -benchtime 100x ./integration/
 python3 - "$out" <<'PY'
 import re, sys
 import statistics
@@ -128,6 +129,9 @@ if wt and wc:
 pp, pd = g("BenchmarkProxiedLoopbackGET", "proxied-p50-µs"), g("BenchmarkProxiedLoopbackGET", "direct-p50-µs")
 if pp and pd:
     rows.append(("An HTTP GET to a loopback server through the sandbox proxy vs direct, a new connection per GET (p50)", f"{pp:.0f} µs", f"{pd:.0f} µs", f"+{(pp-pd)/1000:.2f} ms", "≤ +5 ms"))
+at, rt = g("BenchmarkACPPromptTurn", "p50-µs"), g("BenchmarkRunPromptTurn", "p50-µs")
+if at and rt:
+    rows.append(("A prompt turn through `tackle acp` (one editor process, many prompts) vs the same prompt through `tackle run` (p50)", f"{at/1000:.1f} ms", f"{rt/1000:.1f} ms", f"{at/rt:.2f}", "≤ 1.2"))
 if g("BenchmarkStatusCLI", "p50-ms"):
     rows.append(("`tackle status` against a warm daemon (whole process, p50)", f"{g('BenchmarkStatusCLI','p50-ms'):.1f} ms", "", "", "≤ 20 ms"))
 print()
