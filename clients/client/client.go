@@ -370,3 +370,11 @@ func waitGone(ctx context.Context, path string) error {
 		delay = min(delay*2, 200*time.Millisecond)
 	}
 }
+
+// Invoke calls a unary method of any of tackled's services by its full
+// name ("/tackle.v1.TackleService/ListSessions"), for clients that
+// translate the API generically (tackle bridge). The error is gRPC's,
+// with its status.
+func (c *Client) Invoke(ctx context.Context, method string, req, resp any) error {
+	return c.conn.Invoke(ctx, method, req, resp)
+}

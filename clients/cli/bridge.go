@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tackle-agent/tackle/clients/bridge"
+	"github.com/tackle-agent/tackle/clients/client"
+)
+
+func (a *app) bridgeCommand() *cobra.Command {
+	var (
+		describe bool
+		name     string
+	)
+	cmd := &cobra.Command{
+		Use:   "bridge",
+		Short: "Speak tackled's API as newline-delimited JSON-RPC on stdio (for editors without gRPC)",
+		Long: `Translate tackled's gRPC API to newline-delimited JSON-RPC 2.0 on stdin and
+stdout, for editors and scripts that cannot speak gRPC (Lua, Vimscript, Emacs
+Lisp, shell). A unary RPC is the method named by its full name
+("tackle.v1.TackleService/ListSessions"), params and result in protojson
+(camelCase, 64-bit integers as strings, enums as names). The bridge holds one
+Attach stream: "attach/subscribe", "attach/runBatch", "attach/prompt",
+"attach/cancel", "attach/permissionAnswer" and "attach/endTurn" send on it, and
+its messages arrive as the notifications "welcome", "snapshot", "event",
+"batchAccepted" and "error". When tackled restarts, the bridge reconnects,
+subscribes again from the last event it delivered, and says "reconnected".
+--describe prints every method with the JSON Schemas of its params and result.`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			if describe {
+				return bridge.Describe(a.stdout)
+			}
+			dial := func(ctx context.Context) (*client.Client, error) {
+				return client.Dial(ctx, &client.Options{Socket: a.socketPath(), NoAutostart: a.noAutostart, Env: a.environ, ClientName: name})
+			}
+			err := bridge.Serve(cmd.Context(), bridge.Options{Dial: dial, Log: a.stderr}, a.stdin, a.stdout)
+			if err != nil {
+				return &exitError{code: ExitUsage, err: fmt.Errorf("tackle bridge: %w", err)}
+			}
+			return nil
+		}),
+	}
+	cmd.Flags().BoolVar(&describe, "describe", false, "print the methods and notifications with their JSON Schemas, and exit")
+	cmd.Flags().StringVar(&name, "client-name", "tackle-bridge", "the name the bridge's Attach stream gives tackled")
+	return cmd
+}
