@@ -115,6 +115,9 @@ func TestSandboxHoldsTheBoundary(t *testing.T) {
 	if !strings.Contains(resultText(tr.result), "Read-only file system") {
 		t.Errorf("a write outside tells the model why it failed: %s", resultText(tr.result))
 	}
+	if n := tr.notices(); len(n) == 0 || !strings.Contains(strings.Join(n, "\n"), "sandbox: a write outside the writable directories was refused") {
+		t.Errorf("the clients were not told of the refused write: %q", n)
+	}
 }
 
 // Without the sandbox enabled, nothing changes: a destructive command

@@ -260,7 +260,23 @@ func (t *Bash) Run(ctx context.Context, call *tool.Call, progress tool.Progress)
 	if res != nil && sd.Notice != "" {
 		res.Warning = sd.Notice
 	}
+	if res != nil && sd.Sandboxed && res.Warning == "" && sandboxRefusedWrite(res) {
+		// A violation is told to the model in the output (the kernel's
+		// message) and to the clients as a notice.
+		res.Warning = "sandbox: a write outside the writable directories was refused (Read-only file system)"
+	}
 	return res, err
+}
+
+// sandboxRefusedWrite reports whether a sandboxed command's output shows
+// a write the sandbox refused.
+func sandboxRefusedWrite(r *tool.Result) bool {
+	for _, c := range r.Content {
+		if strings.Contains(c.Text, "Read-only file system") {
+			return true
+		}
+	}
+	return false
 }
 
 // command returns the command line of a shell running script in dir
