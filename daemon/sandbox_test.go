@@ -307,3 +307,35 @@ func TestSandboxNetwork(t *testing.T) {
 		t.Errorf("the domain saved: %s (%d prompts)", got, asks)
 	}
 }
+
+// A sandboxed command cannot create unix sockets (the seccomp filter), so
+// it cannot reach a local daemon's socket; allowAllUnixSockets lifts it.
+func TestSandboxUnixSockets(t *testing.T) {
+	for _, all := range []bool{false, true} {
+		_, s, dir := sandboxedSession(t, fmt.Sprintf(`{"enabled": true, "network": {"allowAllUnixSockets": %v}}`, all))
+		sock := filepath.Join(dir, "svc.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte("hello from the socket\n"))
+				c.Close()
+			}
+		}()
+		tr := s.call("Bash", bash(`python3 -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("`+sock+`"); print(s.recv(100).decode())' 2>&1; python3 -c 'import socket; a,b=socket.socketpair(); a.send(b"pair"); print(b.recv(4).decode())'`), "")
+		got := resultText(tr.result)
+		ln.Close()
+		if all != strings.Contains(got, "hello from the socket") {
+			t.Errorf("allowAllUnixSockets %v: %s", all, got)
+		}
+		if !strings.Contains(got, "pair") {
+			t.Errorf("socketpair is refused (allowAll %v): %s", all, got)
+		}
+	}
+}

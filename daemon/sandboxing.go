@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -116,8 +117,35 @@ func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []
 	if err != nil {
 		return nil, err
 	}
-	return &shell.Wrapped{Argv: p.Command(a.Bwrap, dir, argv), Env: sandboxEnv(environ, &s, l.tempDir(sess), netEnv), Enter: enter,
-		Settle: 100 * time.Millisecond}, nil
+	w := &shell.Wrapped{Argv: p.Command(a.Bwrap, dir, argv), Env: sandboxEnv(environ, &s, l.tempDir(sess), netEnv), Enter: enter,
+		Settle: 100 * time.Millisecond}
+	if p.Seccomp {
+		f, err := seccompFile()
+		if err != nil {
+			return nil, err
+		}
+		w.ExtraFiles = []*os.File{f}
+	}
+	return w, nil
+}
+
+// seccompFile is a pipe holding the seccomp filter, for bubblewrap to read.
+func seccompFile() (*os.File, error) {
+	prog, err := sandbox.SeccompProgram()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	_, err = w.Write(prog) // far below a pipe's buffer
+	w.Close()
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	return r, nil
 }
 
 // masked are tackle's own directories, which no sandboxed command sees:

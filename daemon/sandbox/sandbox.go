@@ -192,6 +192,9 @@ type Policy struct {
 	// Network, if set, is the way out: a bridge inside the namespace to
 	// the session's proxy. Unset, the command has no network at all.
 	Network *Network
+	// Seccomp: the command cannot create unix sockets (seccomp.go); the
+	// caller passes SeccompProgram on descriptor 3.
+	Seccomp bool
 	// SharedNet: the command is started inside the session's network
 	// namespace (where the proxy listens), so bubblewrap keeps it.
 	SharedNet bool
@@ -233,7 +236,7 @@ type Options struct {
 // temporary directory and the missing protected directories it holds
 // read-only.
 func (s *Settings) Prepare(o Options) (*Policy, error) {
-	p := &Policy{}
+	p := &Policy{Seccomp: !s.AllowAllUnixSockets}
 	for _, m := range o.Mask {
 		if fi, err := os.Stat(m); err == nil && fi.IsDir() {
 			p.Mask = append(p.Mask, filepath.Clean(m))
@@ -395,6 +398,9 @@ func (p *Policy) Command(bwrap, dir string, argv []string) []string {
 	}
 	for _, d := range p.HideDirs {
 		args = append(args, "--tmpfs", d, "--remount-ro", d)
+	}
+	if p.Seccomp {
+		args = append(args, "--seccomp", "3")
 	}
 	args = append(args, "--chdir", dir, "--")
 	if p.Network != nil && p.Network.Bridge != "" {

@@ -48,6 +48,12 @@ func startProc(wr *Wrapped, dir string, out *os.File) (*proc, error) {
 	cmd.Stdout = out
 	cmd.Stderr = out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.ExtraFiles = wr.ExtraFiles
+	defer func() {
+		for _, f := range wr.ExtraFiles {
+			f.Close()
+		}
+	}()
 	start := cmd.Start
 	if wr.Enter != nil {
 		start = func() error { return wr.Enter(cmd.Start) }

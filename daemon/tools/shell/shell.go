@@ -70,6 +70,9 @@ type Wrapped struct {
 	// process must be started from: a thread inside the session's
 	// network namespace.
 	Enter func(start func() error) error
+	// ExtraFiles are passed to the process from descriptor 3 on, and
+	// closed in this process once it started.
+	ExtraFiles []*os.File
 	// Settle is how long the process group may take to empty after the
 	// command exited before what is left counts as left running (the
 	// sandbox's inner process ends just after the outer one).
