@@ -236,7 +236,7 @@ type input struct {
 	ToolName              string          `json:"tool_name,omitempty"`
 	ToolInput             json.RawMessage `json:"tool_input,omitempty"`
 	ToolUseID             string          `json:"tool_use_id,omitempty"`
-	ToolResponse          *toolResponse   `json:"tool_response,omitempty"`
+	ToolResponse          map[string]any  `json:"tool_response,omitempty"`
 	DurationMS            *int64          `json:"duration_ms,omitempty"`
 	Error                 string          `json:"error,omitempty"`
 	IsInterrupt           *bool           `json:"is_interrupt,omitempty"`
@@ -264,19 +264,59 @@ type input struct {
 	SessionCrons        json.RawMessage `json:"session_crons,omitempty"`
 }
 
-type toolResponse struct {
-	Status  string         `json:"status"`
-	IsError bool           `json:"is_error"`
-	Content []tool.Content `json:"content"`
-	// Text is the text blocks joined, for scripts that want just that.
-	Text string `json:"text"`
-}
-
-func responseOf(r *event.Result) *toolResponse {
+// responseOf is a call's tool_response as Claude Code sends it: each
+// built-in tool's own response object (Write/Edit: filePath and what was
+// written; Bash: stdout, stderr, interrupted; Read: the file object;
+// Glob/Grep: the files), with tackle's own fields beside (status,
+// is_error, content, text) for hooks written for tackle — but for Write,
+// whose "content" is Claude Code's: the content written.
+func responseOf(name string, input json.RawMessage, r *event.Result) map[string]any {
 	if r == nil {
 		return nil
 	}
-	return &toolResponse{Status: r.Status, IsError: r.IsError, Content: r.Content, Text: resultText(r)}
+	text := resultText(r)
+	out := map[string]any{"status": r.Status, "is_error": r.IsError, "content": r.Content, "text": text}
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	ok := r.Status == "completed"
+	switch name {
+	case "Write":
+		typ := "update"
+		if strings.Contains(text, "created") {
+			typ = "create"
+		}
+		out["type"], out["filePath"], out["content"], out["success"] = typ, str("file_path"), str("content"), ok
+	case "Edit":
+		out["filePath"], out["oldString"], out["newString"], out["replaceAll"], out["success"] = str("file_path"), str("old_string"), str("new_string"), in["replace_all"] == true, ok
+	case "MultiEdit":
+		out["filePath"], out["edits"], out["success"] = str("file_path"), in["edits"], ok
+	case "Bash":
+		out["stdout"], out["stderr"], out["interrupted"], out["isImage"] = text, "", r.Status == "cancelled", false
+	case "Read":
+		out["type"] = "text"
+		out["file"] = map[string]any{"filePath": str("file_path"), "content": text, "numLines": strings.Count(text, "\n")}
+	case "Glob":
+		files := nonEmptyLines(text)
+		out["filenames"], out["numFiles"] = files, len(files)
+	case "Grep":
+		out["mode"] = str("output_mode")
+		if out["mode"] == "" || out["mode"] == "files_with_matches" {
+			files := nonEmptyLines(text)
+			out["mode"], out["filenames"], out["numFiles"] = "files_with_matches", files, len(files)
+		}
+	}
+	return out
+}
+
+func nonEmptyLines(s string) []string {
+	out := []string{}
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func resultText(r *event.Result) string {
@@ -308,7 +348,7 @@ type batchEntry struct {
 	ToolName     string          `json:"tool_name"`
 	ToolInput    json.RawMessage `json:"tool_input"`
 	ToolUseID    string          `json:"tool_use_id"`
-	ToolResponse *toolResponse   `json:"tool_response"`
+	ToolResponse map[string]any  `json:"tool_response"`
 }
 
 func (h *Hooks) baseInput(env tool.Env, eventName, mode string) input {
@@ -668,7 +708,11 @@ func (h *Hooks) PostToolUse(ctx context.Context, ev ToolEvent, res *event.Result
 	}
 	toolSelection(sel, &ev)
 	in := toolInput(&ev, PostToolUse)
-	in.ToolResponse = responseOf(res)
+	var callInput json.RawMessage
+	if ev.Call != nil {
+		callInput = ev.Call.Input
+	}
+	in.ToolResponse = responseOf(ev.Tool, callInput, res)
 	if res != nil {
 		d := res.DurationMS
 		in.DurationMS = &d
@@ -705,10 +749,11 @@ func (h *Hooks) PostToolBatch(ctx context.Context, env tool.Env, turnID string, 
 	sel.turnID = turnID
 	in := h.baseInput(env, PostToolBatch, sessionMode(env))
 	for _, c := range calls {
-		b := batchEntry{ToolName: c.Tool, ToolResponse: responseOf(c.Result)}
+		b := batchEntry{ToolName: c.Tool}
 		if c.Call != nil {
 			b.ToolInput, b.ToolUseID = c.Call.Input, c.Call.ID
 		}
+		b.ToolResponse = responseOf(c.Tool, b.ToolInput, c.Result)
 		in.ToolCalls = append(in.ToolCalls, b)
 	}
 	return h.post(ctx, sel, env, in, false)

@@ -766,7 +766,7 @@ func TestSessionHooks(t *testing.T) {
 		fmt.Sprintf(`{"file_path":%q,"hook_event_name":"ConfigChange","permission_mode":"default","source":"project_settings"}`, cfgPath),
 		`{"hook_event_name":"Notification","message":"Bash wants to run ls","notification_type":"permission_prompt","permission_mode":"default"}`,
 		`{"hook_event_name":"PermissionDenied","permission_mode":"default","reason":"denied by rule","tool_input":{"command":"rm"},"tool_name":"Bash","tool_use_id":"call1"}`,
-		`{"hook_event_name":"PostToolBatch","permission_mode":"default","tool_calls":[{"tool_input":{"command":"ls"},"tool_name":"Bash","tool_response":{"content":[{"text":"out","type":"text"}],"is_error":false,"status":"completed","text":"out"},"tool_use_id":"a"}]}`,
+		`{"hook_event_name":"PostToolBatch","permission_mode":"default","tool_calls":[{"tool_input":{"command":"ls"},"tool_name":"Bash","tool_response":{"content":[{"text":"out","type":"text"}],"interrupted":false,"isImage":false,"is_error":false,"status":"completed","stderr":"","stdout":"out","text":"out"},"tool_use_id":"a"}]}`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("inputs (-want +got):\n%s", diff)
@@ -879,4 +879,34 @@ func TestAddSessionHooks(t *testing.T) {
 	if n := len(readLines(t, rec)); n != 6 {
 		t.Errorf("after DropSession: %d more hooks ran, want 1", n-5)
 	}
+}
+
+// PostToolUse's tool_response has Claude Code's shape for each built-in
+// tool, so hooks written for Claude Code (run-after-edit.py reads
+// tool_response.filePath) work.
+func TestToolResponseShapes(t *testing.T) {
+	for _, c := range []struct {
+		tool, input, text string
+		want              map[string]any
+	}{
+		{"Write", `{"file_path":"/p/a.go","content":"package a\n"}`, "File created successfully at: /p/a.go", map[string]any{"type": "create", "filePath": "/p/a.go", "content": "package a\n", "success": true}},
+		{"Edit", `{"file_path":"/p/a.go","old_string":"a","new_string":"b"}`, "The file /p/a.go has been updated.", map[string]any{"filePath": "/p/a.go", "oldString": "a", "newString": "b", "replaceAll": false, "success": true}},
+		{"Bash", `{"command":"ls"}`, "a\nb\n", map[string]any{"stdout": "a\nb\n", "stderr": "", "interrupted": false, "isImage": false}},
+		{"Glob", `{"pattern":"*.go"}`, "/p/a.go\n/p/b.go\n", map[string]any{"filenames": []any{"/p/a.go", "/p/b.go"}, "numFiles": float64(2)}},
+	} {
+		r := &event.Result{Status: "completed", Content: []tool.Content{tool.Text(c.text)}}
+		b, _ := json.Marshal(responseOf(c.tool, json.RawMessage(c.input), r))
+		var got map[string]any
+		json.Unmarshal(b, &got)
+		for k, v := range c.want {
+			if gv, _ := json.Marshal(got[k]); string(gv) != mustMarshal(v) {
+				t.Errorf("%s: tool_response.%s = %s, want %s", c.tool, k, gv, mustMarshal(v))
+			}
+		}
+	}
+}
+
+func mustMarshal(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
