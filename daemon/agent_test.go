@@ -562,3 +562,38 @@ func TestPromptFileReferences(t *testing.T) {
 		t.Errorf("the prompt's files: %s", b)
 	}
 }
+
+// Hook inputs name the session's transcript, kept in Claude Code's JSONL
+// format: a Stop hook can read the conversation so far.
+func TestHooksReadTheTranscript(t *testing.T) {
+	d := daemontest.Start(t)
+	fm := fakemodel.Start(t, &fakemodel.Options{APIKey: "sk-test", Script: fakemodel.Turns(fakemodel.Say("The answer is 42."))})
+	id, dir := agentSession(t, d, fm)
+	out := filepath.Join(dir, "seen.jsonl")
+	stop := filepath.Join(dir, "stop.sh")
+	writeFile(t, stop, "#!/bin/sh\npython3 -c 'import json,sys; p=json.load(sys.stdin)[\"transcript_path\"]; print(open(p).read(), end=\"\")' > "+out+"\n")
+	if err := os.Chmod(stop, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"hooks": map[string]any{"Stop": []any{map[string]any{"hooks": []any{map[string]any{"type": "command", "command": stop}}}}}})
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), string(b))
+	s := attach(t, d, id)
+	promptAndWait(t, d, s, "what is the answer?")
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("the transcript the Stop hook read: %d lines\n%s", len(lines), data)
+	}
+	var first, second map[string]any
+	json.Unmarshal([]byte(lines[0]), &first)
+	json.Unmarshal([]byte(lines[1]), &second)
+	if first["type"] != "user" || second["type"] != "assistant" || second["parentUuid"] != first["uuid"] || first["sessionId"] != id {
+		t.Errorf("the lines: %v\n%v", first, second)
+	}
+	if !strings.Contains(lines[0], "what is the answer?") || !strings.Contains(lines[1], "The answer is 42.") {
+		t.Errorf("the messages:\n%s", data)
+	}
+}

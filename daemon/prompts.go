@@ -38,6 +38,7 @@ type prompts struct {
 	env      map[string]sysprompt.Info  // by session id: the environment its first prompt saw
 	stopping bool                       // Stop was called: no new prompt starts
 	wg       sync.WaitGroup             // running loops
+	files    *transcripts               // the sessions' JSONL transcripts (transcript_path)
 }
 
 // runningPrompt is a session's prompt in progress. Its fields are guarded
@@ -88,7 +89,7 @@ type queuedPrompt struct {
 }
 
 func newPrompts(d *Daemon) *prompts {
-	return &prompts{d: d, running: map[string]*runningPrompt{}, convs: map[string][]model.Message{}, usage: map[string]model.Usage{}, env: map[string]sysprompt.Info{}}
+	return &prompts{d: d, files: newTranscripts(), running: map[string]*runningPrompt{}, convs: map[string][]model.Message{}, usage: map[string]model.Usage{}, env: map[string]sysprompt.Info{}}
 }
 
 // errStopping refuses a prompt while the daemon stops.
@@ -642,6 +643,11 @@ func (p *prompts) conversation(sess *session.Session) []model.Message {
 func (p *prompts) appendEvent(sess *session.Session, e *event.Event) {
 	if _, err := sess.Append(e); err != nil {
 		p.d.log.Error("appending a prompt event", "session", sess.ID(), "type", e.Type, "error", err)
+		return
+	}
+	switch e.Type {
+	case event.PromptStarted, event.AssistantMessage, event.ToolResults, event.Compacted:
+		p.files.add(sess, e)
 	}
 }
 

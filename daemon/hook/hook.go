@@ -384,6 +384,15 @@ func setAgent(in *input, env tool.Env) {
 			in.AgentID, in.AgentType = id, a.AgentType()
 		}
 	}
+	if tp, ok := env.(TranscriptEnv); ok {
+		in.TranscriptPath = tp.TranscriptPath()
+	}
+}
+
+// TranscriptEnv is implemented by a session that keeps a transcript file
+// in Claude Code's JSONL format: hook inputs carry its transcript_path.
+type TranscriptEnv interface {
+	TranscriptPath() string
 }
 
 // runAll runs the selected handlers in parallel, with in as their stdin,

@@ -256,6 +256,12 @@ func (s *Session) OutputDir() string {
 	return dir
 }
 
+// TranscriptPath is the session's transcript in Claude Code's JSONL
+// format (hook inputs' transcript_path); the daemon keeps it up to date.
+func (s *Session) TranscriptPath() string {
+	return filepath.Join(s.m.opts.StateDir, "transcripts", s.id+".jsonl")
+}
+
 // update changes the row under mu, stores it and appends a session_updated
 // event with change. It returns the error for callers that can report it.
 func (s *Session) update(what string, change *event.SessionChange, f func(r *store.SessionRow)) error {
