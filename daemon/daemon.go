@@ -258,6 +258,7 @@ func New(opts *Options) (*Daemon, error) {
 		Agent:           d.prompts,
 		Subagents:       d.agents,
 		Sandbox:         d.sandbox,
+		HookList:        hookList{d},
 	})
 	if err != nil {
 		d.closeState()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/hook"
+	"github.com/tackle-agent/tackle/daemon/server"
 	"github.com/tackle-agent/tackle/daemon/session"
 )
 
@@ -29,6 +30,7 @@ func (d *Daemon) background(f func(ctx context.Context)) {
 // appends the context they add as a notice.
 func (d *Daemon) sessionLoaded(sess *session.Session, created bool) {
 	d.mcp.sync(sess)
+	d.noticeIgnoredHooks(sess)
 	source := hook.SourceResume
 	if created {
 		source = hook.SourceStartup
@@ -93,4 +95,41 @@ func (d *Daemon) askTimeout(root string) time.Duration {
 		return 0
 	}
 	return time.Duration(st.Permissions.AskTimeoutSeconds) * time.Second
+}
+
+// hookList implements server.HookLister.
+type hookList struct{ d *Daemon }
+
+func (h hookList) Hooks(sess *session.Session) []server.HookEntry {
+	st, _ := h.d.loader.Load(sess.Root())
+	var out []server.HookEntry
+	for _, e := range hook.List(st) {
+		out = append(out, server.HookEntry{Event: e.Event, Matcher: e.Matcher, Type: e.Type, What: e.What, Source: e.Source, Scope: e.Scope, State: e.State, Reason: e.Reason})
+	}
+	return out
+}
+
+// noticeIgnoredHooks tells a session's clients of the hooks its settings
+// configure that tackle does not run (like rule problems; tackle hooks
+// list has them all).
+func (d *Daemon) noticeIgnoredHooks(sess *session.Session) {
+	st, _ := d.loader.Load(sess.Root())
+	var lines []string
+	for _, e := range hook.List(st) {
+		if e.State != "ignored" {
+			continue
+		}
+		where := e.Source
+		if e.Event != "" {
+			where += " (" + e.Event + ")"
+		}
+		lines = append(lines, where+": "+e.Reason)
+	}
+	if len(lines) == 0 {
+		return
+	}
+	text := "hooks tackle does not run (tackle hooks list shows every hook):\n" + strings.Join(lines, "\n")
+	if _, err := sess.Append(&event.Event{Type: event.Notice, Text: text}); err != nil {
+		d.log.Debug("reporting ignored hooks", "session", sess.ID(), "error", err)
+	}
 }

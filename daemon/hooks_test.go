@@ -88,3 +88,33 @@ func TestSessionHooksWired(t *testing.T) {
 		t.Errorf("CwdChanged hook input: %s, %v", b, err)
 	}
 }
+
+// Hooks tackle does not run are told to the session as a notice, like
+// rule problems.
+func TestIgnoredHooksNotice(t *testing.T) {
+	d := daemontest.Start(t)
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"),
+		`{"hooks": {"TeammateIdle": [{"hooks": [{"type": "command", "command": "echo idle"}]}]}}`)
+	id := newSession(t, d, t.TempDir(), "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := d.Client().Attach(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "t"}}})
+	st.Recv()
+	st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, FromSeq: 1}}})
+	for {
+		m, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e := m.GetEvent(); e.GetType() == "notice" && strings.Contains(e.GetText(), "hooks tackle does not run") {
+			if !strings.Contains(e.GetText(), "TeammateIdle") {
+				t.Errorf("the notice: %s", e.GetText())
+			}
+			return
+		}
+	}
+}

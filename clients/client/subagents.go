@@ -40,3 +40,9 @@ func (c *Client) SandboxStatus(ctx context.Context, sessionID string) (*tacklev1
 	r, err := tacklev1.NewSandboxServiceClient(c.conn).SandboxStatus(ctx, &tacklev1.SandboxStatusRequest{SessionId: sessionID})
 	return r, convertError(err)
 }
+
+// ListHooks lists the hooks a session's settings configure.
+func (c *Client) ListHooks(ctx context.Context, req *tacklev1.ListHooksRequest) (*tacklev1.ListHooksResponse, error) {
+	r, err := tacklev1.NewHookServiceClient(c.conn).ListHooks(ctx, req)
+	return r, convertError(err)
+}

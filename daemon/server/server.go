@@ -105,6 +105,8 @@ type Options struct {
 	Subagents Subagents
 	// Sandbox serves SandboxService (nil: not served).
 	Sandbox Sandbox
+	// HookList serves HookService (nil: not served).
+	HookList HookLister
 }
 
 // Server is tackled's gRPC front. Build it with New, serve with Run.
@@ -194,6 +196,9 @@ func New(opts *Options) (*Server, error) {
 	}
 	if s.opts.Sandbox != nil {
 		tacklev1.RegisterSandboxServiceServer(s.grpc, &sandboxService{s: s})
+	}
+	if s.opts.HookList != nil {
+		tacklev1.RegisterHookServiceServer(s.grpc, &hookService{s: s})
 	}
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	reflection.Register(s.grpc)

@@ -1,0 +1,53 @@
+package hook
+
+import (
+	"strings"
+
+	"github.com/tackle-agent/tackle/daemon/config"
+)
+
+// Entry is one configured hook as `tackle hooks list` shows it.
+type Entry struct {
+	Event, Matcher string
+	// Type is command, http or prompt; What the command line, URL or
+	// prompt.
+	Type, What string
+	// Source is the settings file, Scope its scope.
+	Source, Scope string
+	// State is active, ignored (it cannot be used: Reason says why) or
+	// untrusted (the project is not trusted: it would run once it is).
+	State, Reason string
+}
+
+// List is every hook the settings st configure, in event and file order:
+// those that run, those that are ignored (an unknown event, a bad entry,
+// disableAllHooks) and an untrusted project's, with the reason.
+func List(st *config.Settings) []Entry {
+	c := Parse(st)
+	var out []Entry
+	for idx, ev := range Events {
+		for _, g := range c.groups[idx] {
+			for _, h := range g.Handlers {
+				e := Entry{Event: ev, Matcher: g.Matcher, Type: h.Type, What: h.Name(), Source: h.Source.Path, Scope: h.Source.Scope, State: "active"}
+				if e.Type == "" {
+					e.Type = "command"
+				}
+				if c.disableAll && !g.managed {
+					e.State, e.Reason = "ignored", "disableAllHooks is set: only managed hooks run"
+				}
+				out = append(out, e)
+			}
+		}
+	}
+	for _, p := range c.Problems {
+		out = append(out, Entry{Event: p.Event, Source: p.Source.Path, Scope: p.Source.Scope, State: "ignored", Reason: p.Message})
+	}
+	if st != nil {
+		for _, ig := range st.Ignored {
+			if strings.Contains(ig, "hook") {
+				out = append(out, Entry{State: "untrusted", Reason: ig + " (tackle trust runs them)"})
+			}
+		}
+	}
+	return out
+}
