@@ -30,6 +30,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/session"
 	"github.com/tackle-agent/tackle/daemon/store"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/daemon/tools/ask"
 	"github.com/tackle-agent/tackle/daemon/tools/fs"
 	"github.com/tackle-agent/tackle/daemon/tools/search"
 	"github.com/tackle-agent/tackle/daemon/tools/shell"
@@ -197,6 +198,10 @@ func New(opts *Options) (*Daemon, error) {
 		}})...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering web tools: %w", err)
+	}
+	if err := d.registry.Register(ask.Tools()...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering AskUserQuestion: %w", err)
 	}
 	if err := d.registry.Register(todo.Tools()...); err != nil {
 		d.closeState()
