@@ -45,9 +45,10 @@ run: build ## build, start the daemon (auto-started by the CLI) and run real too
 deps: ## install what the tests need (ripgrep, fd-find as oracles; the npm MCP peers into testpeers/)
 	@bash scripts/deps.sh
 
-test: deps tools ## run every test (unit, daemon, CLI, integration), then the fuzz targets for a bounded time
+test: deps tools ## run every test (unit, daemon, CLI, integration, the Neovim plugin), then the fuzz targets for a bounded time
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd internal/modeloracle && $(GO) test -race -count=1 ./...
+	bash scripts/nvim-test.sh
 	@$(MAKE) --no-print-directory fuzz
 
 FUZZTIME ?= 20s

@@ -17,8 +17,11 @@
 //     the last event it delivered and says so with a "reconnected"
 //     notification: no event is lost or delivered twice.
 //
-// An empty Lua table encoded as [] where an object is expected is taken
-// as {}. stdout carries protocol lines only.
+// attach/* requests are handled in the order they arrive; unary RPCs run
+// concurrently (a slow one holds up no other), so their answers may come
+// back out of order: match them by id. An empty Lua table encoded as []
+// where an object is expected is taken as {}. stdout carries protocol
+// lines only.
 package bridge
 
 import (
@@ -131,6 +134,12 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 		var req request
 		if err := json.Unmarshal(line, &req); err != nil || req.Method == "" {
 			b.out.send(response{ID: json.RawMessage("null"), Error: &rpcError{Code: -32700, Message: "Parse error: the line is not a JSON-RPC request"}})
+			continue
+		}
+		if strings.HasPrefix(req.Method, "attach/") {
+			// The stream's messages keep the order they were sent in (a
+			// subscribe before the batch that needs it).
+			b.handle(ctx, req)
 			continue
 		}
 		wg.Add(1)
