@@ -32,6 +32,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/tool"
 	"github.com/tackle-agent/tackle/daemon/tools/ask"
 	"github.com/tackle-agent/tackle/daemon/tools/fs"
+	"github.com/tackle-agent/tackle/daemon/tools/notebook"
 	"github.com/tackle-agent/tackle/daemon/tools/search"
 	"github.com/tackle-agent/tackle/daemon/tools/shell"
 	"github.com/tackle-agent/tackle/daemon/tools/todo"
@@ -206,6 +207,10 @@ func New(opts *Options) (*Daemon, error) {
 	if err := d.registry.Register(todo.Tools()...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering todo tools: %w", err)
+	}
+	if err := d.registry.Register(notebook.Tools(nil)...); err != nil {
+		d.closeState()
+		return nil, fmt.Errorf("registering notebook tools: %w", err)
 	}
 	d.mcp = newMCPLayer(d, filepath.Join(o.StateDir, "mcp-logs"))
 	if err := d.registry.Register(d.mcp.mgr.ResourceTools()...); err != nil {

@@ -111,10 +111,16 @@ type candidate struct {
 	path   string
 	name   string // invocation name
 	source string
-	info   fs.FileInfo
-	prob   *Problem // set when the file cannot even be read
-	skill  *Skill   // after parsing: the cached skill (shared)
-	probs  []Problem
+	// alt is the name a nested command takes when name is taken
+	// ("fe:component"); "" for the others.
+	alt string
+	// scope is what a nested command's description ends with, in
+	// parentheses ("project:fe"); "" for the others.
+	scope string
+	info  fs.FileInfo
+	prob  *Problem // set when the file cannot even be read
+	skill *Skill   // after parsing: the cached skill (shared)
+	probs []Problem
 }
 
 // scanner collects candidates, each skills or commands directory once.
@@ -130,6 +136,17 @@ type scanner struct {
 // directories, plugins (in their own "plugin:" namespace), built-in; then
 // legacy command files (user, then project nearest first), which any skill
 // of the same name beats. Losers are listed in Set.Shadowed.
+//
+// A command in a subdirectory of a commands directory is named after its
+// file, as Claude Code names it: fe/component.md (at any depth: a/b/c.md is
+// "c") is "component", and its description ends with "(project:fe)"
+// ("(user:fe)" for a user command, "(project:a:b)" for a/b/c.md). The files
+// of one commands directory are taken fewest directory levels first, then
+// in byte order of their slash-separated path below it; when a nested
+// command's name is already taken there or by anything earlier in
+// precedence, it is named with its directories joined by ":" instead
+// ("fe:component", "a:b:c") and carries a warning naming the other file;
+// when that name is taken too, it is shadowed.
 func (c *Catalog) Static(src Sources) *Set {
 	sc := &scanner{dirs: map[string]bool{}}
 	if src.ManagedDir != "" {
@@ -153,7 +170,7 @@ func (c *Catalog) Static(src Sources) *Set {
 	for _, p := range src.Plugins {
 		prefix := filepath.Base(filepath.Clean(p)) + ":"
 		sc.skillsDir(filepath.Join(p, "skills"), SourcePlugin, prefix)
-		sc.commandsDir(filepath.Join(p, "commands"), SourcePlugin, prefix)
+		sc.commandsDir(filepath.Join(p, "commands"), SourcePlugin, "", prefix)
 	}
 	c.loadBuiltins()
 	for _, sk := range c.builtins {
@@ -161,19 +178,19 @@ func (c *Catalog) Static(src Sources) *Set {
 	}
 	sc.probs = append(sc.probs, c.builtinProblems...)
 	if src.ConfigHome != "" {
-		sc.commandsDir(filepath.Join(src.ConfigHome, "tackle", "commands"), SourceCommand, "")
+		sc.commandsDir(filepath.Join(src.ConfigHome, "tackle", "commands"), SourceCommand, "user", "")
 	}
 	if src.Home != "" {
-		sc.commandsDir(filepath.Join(src.Home, ".claude", "commands"), SourceCommand, "")
+		sc.commandsDir(filepath.Join(src.Home, ".claude", "commands"), SourceCommand, "user", "")
 	}
 	for _, d := range project {
-		sc.commandsDir(filepath.Join(d, ".tackle", "commands"), SourceCommand, "")
-		sc.commandsDir(filepath.Join(d, ".claude", "commands"), SourceCommand, "")
+		sc.commandsDir(filepath.Join(d, ".tackle", "commands"), SourceCommand, "project", "")
+		sc.commandsDir(filepath.Join(d, ".claude", "commands"), SourceCommand, "project", "")
 	}
 	c.parseAll(sc.cands) // built-ins have no file info: already parsed
 
 	set := &Set{dirs: sc.dirs}
-	names := map[string]bool{}
+	names := map[string]*Skill{} // the winner of each name
 	set.Problems = append(set.Problems, sc.probs...)
 	for i := range sc.cands {
 		cd := &sc.cands[i]
@@ -181,11 +198,19 @@ func (c *Catalog) Static(src Sources) *Set {
 		if sk == nil {
 			continue
 		}
-		if names[sk.Name] {
-			set.Shadowed = append(set.Shadowed, sk)
-			continue
+		if winner, taken := names[sk.Name]; taken {
+			if _, altTaken := names[cd.alt]; cd.alt == "" || altTaken {
+				set.Shadowed = append(set.Shadowed, sk)
+				continue
+			}
+			plain := sk.Name
+			sk = sk.Clone()
+			sk.Name = cd.alt
+			sk.Warnings = append(sk.Warnings[:len(sk.Warnings):len(sk.Warnings)], fmt.Sprintf(
+				"the command name %q is taken by %s: this command is named %q (rename the file to have both under plain names)",
+				plain, describe(winner), cd.alt))
 		}
-		names[sk.Name] = true
+		names[sk.Name] = sk
 		set.Skills = append(set.Skills, sk)
 	}
 	sortSkills(set.Skills)
@@ -204,11 +229,27 @@ func (cd *candidate) resolve(set *Set) *Skill {
 		return nil
 	}
 	sk := cd.skill
-	if sk.Name != cd.name || sk.Source != cd.source {
+	if sk.Name != cd.name || sk.Source != cd.source || cd.scope != "" {
 		sk = sk.Clone()
 		sk.Name, sk.Source = cd.name, cd.source
+		if cd.scope != "" {
+			sk.Description = strings.TrimSpace(sk.Description + " (" + cd.scope + ")")
+		}
 	}
 	return sk
+}
+
+// describe names a skill for a warning: "the project skill /p/SKILL.md",
+// "the command /p/.claude/commands/fe/x.md", "the builtin skill x".
+func describe(sk *Skill) string {
+	what := "the " + sk.Source + " skill"
+	if sk.Source == SourceCommand {
+		what = "the command"
+	}
+	if sk.Path != "" {
+		return what + " " + sk.Path
+	}
+	return what + " " + sk.Name
 }
 
 func sortSkills(s []*Skill) {
@@ -264,7 +305,15 @@ func within(dir, p string) bool {
 	return strings.HasPrefix(p, dir+string(filepath.Separator))
 }
 
-// skillsDir adds the <name>/SKILL.md files of dir.
+// docFiles are file names (lower case, without .md) that are documentation
+// of a skills directory, not a skill written as a flat file.
+var docFiles = map[string]bool{"readme": true, "changelog": true, "changes": true, "license": true,
+	"contributing": true, "notice": true, "agents": true, "claude": true}
+
+// skillsDir adds the <name>/SKILL.md files of dir. A link in dir whose
+// target does not exist, and a flat <name>.md file in dir (a skill is a
+// directory holding SKILL.md; README.md and the like are not taken for
+// skills), are Problems; neither loads, as in Claude Code.
 func (sc *scanner) skillsDir(dir, source, prefix string) {
 	dir = filepath.Clean(dir)
 	if sc.dirs[dir] {
@@ -280,7 +329,29 @@ func (sc *scanner) skillsDir(dir, source, prefix string) {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || !(e.IsDir() || e.Type()&fs.ModeSymlink != 0) {
+		if strings.HasPrefix(name, ".") {
+			continue
+		}
+		isDir := e.IsDir()
+		if e.Type()&fs.ModeSymlink != 0 {
+			link := filepath.Join(dir, name)
+			fi, err := os.Stat(link)
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				target, _ := os.Readlink(link)
+				sc.probs = append(sc.probs, Problem{Path: link, Message: fmt.Sprintf(
+					"the skill is a symlink to %q, which does not exist: fix the link or remove it", target)})
+				continue
+			case err != nil:
+				sc.probs = append(sc.probs, Problem{Path: link, Message: fmt.Sprintf("reading the skill directory: %v", unwrapPath(err))})
+				continue
+			}
+			isDir = fi.IsDir()
+		}
+		if !isDir {
+			if p := flatSkill(dir, name); p != nil {
+				sc.probs = append(sc.probs, *p)
+			}
 			continue
 		}
 		p := filepath.Join(dir, name, "SKILL.md")
@@ -304,6 +375,27 @@ func (sc *scanner) skillsDir(dir, source, prefix string) {
 	}
 }
 
+// flatSkill is the Problem for a file name.md directly in the skills
+// directory dir, which Claude Code does not load: skills are directories
+// holding SKILL.md. Files that are not .md and documentation (docFiles) are
+// no problem (nil).
+func flatSkill(dir, name string) *Problem {
+	ext := filepath.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	if !strings.EqualFold(ext, ".md") || stem == "" || docFiles[strings.ToLower(stem)] {
+		return nil
+	}
+	p := &Problem{Path: filepath.Join(dir, name)}
+	if strings.EqualFold(stem, "SKILL") {
+		p.Message = fmt.Sprintf("a SKILL.md directly in the skills directory is not loaded: a skill is a directory holding SKILL.md; move it to %s",
+			filepath.Join(dir, "<skill-name>", "SKILL.md"))
+	} else {
+		p.Message = fmt.Sprintf("a flat .md file in the skills directory is not loaded: a skill is a directory holding SKILL.md; move it to %s",
+			filepath.Join(dir, stem, "SKILL.md"))
+	}
+	return p
+}
+
 // misnamed returns the name of a file in dir spelled like SKILL.md in
 // another case ("skill.md"), or "".
 func misnamed(dir string) string {
@@ -319,18 +411,42 @@ func misnamed(dir string) string {
 	return ""
 }
 
-// commandsDir adds the *.md files of dir (and of its subdirectories, named
-// "sub:name") as legacy commands.
-func (sc *scanner) commandsDir(dir, source, prefix string) {
+// commandsDir adds the *.md files of dir and of its subdirectories, at any
+// depth, as legacy commands (named as Static says: "component" for
+// fe/component.md with the alternative name "fe:component" and the scope
+// "<scope>:fe", or "plugin:fe:component" for a plugin's, prefix being
+// "plugin:"), fewest directory levels first, then in byte order of their
+// slash-separated path below dir. Symlinked subdirectories are not
+// followed.
+func (sc *scanner) commandsDir(dir, source, scope, prefix string) {
 	dir = filepath.Clean(dir)
 	if sc.dirs[dir] {
 		return
 	}
 	sc.dirs[dir] = true
-	sc.commandFiles(dir, source, prefix, 0)
+	var cands []commandCand
+	sc.commandFiles(dir, source, scope, prefix, nil, &cands)
+	sort.SliceStable(cands, func(i, j int) bool {
+		di, dj := strings.Count(cands[i].rel, "/"), strings.Count(cands[j].rel, "/")
+		if di != dj {
+			return di < dj
+		}
+		return cands[i].rel < cands[j].rel
+	})
+	for _, cd := range cands {
+		sc.cands = append(sc.cands, cd.candidate)
+	}
 }
 
-func (sc *scanner) commandFiles(dir, source, prefix string, depth int) {
+// commandCand is a command file with its path below the commands directory.
+type commandCand struct {
+	candidate
+	rel string // slash-separated, below the commands directory
+}
+
+// commandFiles adds the command files of dir, ns being the directories
+// from the commands directory down to dir.
+func (sc *scanner) commandFiles(dir, source, scope, prefix string, ns []string, out *[]commandCand) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
@@ -345,15 +461,23 @@ func (sc *scanner) commandFiles(dir, source, prefix string, depth int) {
 		}
 		p := filepath.Join(dir, name)
 		if e.IsDir() {
-			if depth == 0 {
-				sc.commandFiles(p, source, prefix+name+":", depth+1)
-			}
+			sc.commandFiles(p, source, scope, prefix, append(ns[:len(ns):len(ns)], name), out)
 			continue
 		}
 		if !strings.HasSuffix(name, ".md") {
 			continue
 		}
-		cd := candidate{path: p, name: prefix + strings.TrimSuffix(name, ".md"), source: source}
+		base := strings.TrimSuffix(name, ".md")
+		cd := candidate{path: p, name: prefix + base, source: source}
+		if len(ns) > 0 {
+			path := strings.Join(ns, ":")
+			if prefix != "" { // a plugin's commands are namespaced anyway
+				cd.name = prefix + path + ":" + base
+			} else {
+				cd.alt = path + ":" + base
+				cd.scope = scope + ":" + path
+			}
+		}
 		fi, err := os.Stat(p) // what is not a regular file, parseOne refuses
 		switch {
 		case err == nil:
@@ -364,7 +488,7 @@ func (sc *scanner) commandFiles(dir, source, prefix string, depth int) {
 		default:
 			cd.prob = &Problem{Path: p, Message: fmt.Sprintf("reading the file: %v", unwrapPath(err))}
 		}
-		sc.cands = append(sc.cands, cd)
+		*out = append(*out, commandCand{candidate: cd, rel: strings.Join(append(ns[:len(ns):len(ns)], name), "/")})
 	}
 }
 

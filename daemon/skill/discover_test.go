@@ -104,10 +104,10 @@ func TestStaticPrecedence(t *testing.T) {
 	}
 	want := []string{
 		"cmd-only command The nearer command.",
+		"component command A namespaced command. (project:frontend)",
 		"dup managed managed",
 		"extra-only additional additional",
 		"far project project-far",
-		"frontend:component command A namespaced command.",
 		"myplug:dup plugin plugin",
 		"myplug:run plugin Plugin command.",
 		"near project project-near-tackle",
@@ -198,7 +198,7 @@ func TestStaticProblemsHideNothing(t *testing.T) {
 	write(t, tmp, "proj/.claude/commands/dangling-dir/x.md", "fine\n")
 
 	set := skill.NewCatalog(&skill.Options{Builtin: emptyBuiltin}).Static(skill.Sources{Root: filepath.Join(tmp, "proj"), Cwd: filepath.Join(tmp, "proj")})
-	if diff := cmp.Diff([]string{"also-good project fine too", "dangling-dir:x command fine", "good project fine"}, summary(set.Skills)); diff != "" {
+	if diff := cmp.Diff([]string{"also-good project fine too", "good project fine", "x command fine (project:dangling-dir)"}, summary(set.Skills)); diff != "" {
 		t.Errorf("skills (-want +got):\n%s", diff)
 	}
 	var got []string

@@ -8,7 +8,8 @@
 // touches to load nested skill directories and activate skills with `paths`
 // (dynamic.go), assembles what a session sees (view.go), writes the Skill
 // tool's listing within a budget (listing.go), expands a skill's body
-// (render.go) and implements the tool (tool.go). Every skill and command
+// (render.go) and implements the tool (tool.go; alias SlashCommand, Claude
+// Code's tool for running a custom slash command). Every skill and command
 // file is read through internal/safefile: a FIFO, a device, a directory or
 // a file over MaxFileSize is a Problem naming the path and the reason, found
 // without blocking, and hides no other skill.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -44,8 +45,10 @@ const (
 type Skill struct {
 	// Name is the invocation name: the directory name of a SKILL.md;
 	// "plugin:name" for a plugin's; "dir:name" for a nested one whose name
-	// clashes; the file name (without .md) of a command; "mcp__srv__prompt"
-	// for an MCP prompt.
+	// clashes; the file name (without .md) of a command, also of one in a
+	// subdirectory of the commands directory ("fe:component" for
+	// fe/component.md when "component" is taken: see Catalog.Static);
+	// "mcp__srv__prompt" for an MCP prompt.
 	Name string
 	// Label is the frontmatter `name` (a label only).
 	Label string
@@ -170,7 +173,10 @@ func NameFromPath(path string) string {
 // read as a skill gives a nil Skill and a Problem saying where and why;
 // Parse never panics on any input. When YAML rejects the frontmatter, a
 // lenient reading of top-level `key: value` lines (plain values with colons
-// in them, simple lists) is tried, and the skill carries a warning.
+// in them, simple lists) is tried, and the skill carries a warning. An
+// unquoted argument-hint that starts with [ or { ("[pr] [priority]", which
+// is not YAML, or "[file]", which YAML reads as a list) is kept as its text,
+// as Claude Code keeps it, with a warning.
 //
 // The result has Name (from the path), Path and Dir set; Source is left
 // for the caller.
@@ -258,6 +264,24 @@ func readFrontmatter(fm string) (map[string]any, []string, *Problem) {
 	}
 	var v any
 	err := yaml.Unmarshal([]byte(fm), &v)
+	var hints []string
+	if err != nil || !hintIsText(v) {
+		// An unquoted argument-hint ("[pr] [priority]", which is not YAML,
+		// or "[file]", which YAML reads as a list) is text to Claude Code:
+		// quote it and read the frontmatter again.
+		if q, warns := quoteHint(fm); len(warns) > 0 {
+			var qv any
+			qerr := yaml.Unmarshal([]byte(q), &qv)
+			switch {
+			case qerr == nil:
+				if m, ok := asMap(qv); ok {
+					return m, warns, nil
+				}
+			case err != nil: // something else is wrong too: read q leniently
+				fm, err, hints = q, qerr, warns
+			}
+		}
+	}
 	if err == nil {
 		m, ok := asMap(v)
 		if !ok {
@@ -275,7 +299,71 @@ func readFrontmatter(fm string) (map[string]any, []string, *Problem) {
 		return nil, nil, &Problem{Line: line + 1, Column: col, Message: msg}
 	}
 	warn := fmt.Sprintf("frontmatter is not valid YAML (line %d:%d: %s): read leniently as `key: value` lines; quote values that contain \": \"", line+1, col, msg)
-	return vals, []string{warn}, nil
+	return vals, append([]string{warn}, hints...), nil
+}
+
+// isHintKey reports whether a frontmatter key is argument-hint (or a
+// misspelling apply reads as it).
+func isHintKey(k string) bool { return normKey(k) == "argument-hint" }
+
+// hintIsText reports whether the decoded frontmatter v has no
+// argument-hint that YAML read as a list or a mapping.
+func hintIsText(v any) bool {
+	m, ok := asMap(v)
+	if !ok {
+		return true
+	}
+	for k, x := range m {
+		if !isHintKey(k) {
+			continue
+		}
+		switch x.(type) {
+		case []any, map[string]any, map[any]any:
+			return false
+		}
+	}
+	return true
+}
+
+// quoteHint rewrites each top-level, one-line argument-hint whose value
+// starts with [ or { ("argument-hint: [pr] [priority]") as a quoted YAML
+// string, as Claude Code keeps such a hint as text. It returns the new
+// frontmatter and a warning for each line rewritten (none: fm unchanged).
+// Line numbers are kept: one line becomes one line.
+func quoteHint(fm string) (string, []string) {
+	lines := strings.Split(fm, "\n")
+	var warns []string
+	for i, line := range lines {
+		m := keyLine.FindStringSubmatch(line)
+		if m == nil || !isHintKey(m[1]) {
+			continue
+		}
+		_, rest, _ := strings.Cut(line, ":")
+		raw := stripComment(strings.TrimSpace(rest))
+		if raw == "" || (raw[0] != '[' && raw[0] != '{') || continues(lines[i+1:]) {
+			continue
+		}
+		q := strconv.Quote(raw) // Go's escapes are all valid in a YAML double-quoted string
+		lines[i] = m[1] + ": " + q
+		warns = append(warns, fmt.Sprintf("%s: %s is read as the text %s, as Claude Code does (YAML reads an unquoted [ or { as a list or mapping): quote it for other tools: %s: %s",
+			m[1], raw, q, m[1], q))
+	}
+	if len(warns) == 0 {
+		return fm, nil
+	}
+	return strings.Join(lines, "\n"), warns
+}
+
+// continues reports whether the lines after a `key: value` line continue
+// its value (the next line that is not blank or a comment is indented).
+func continues(after []string) bool {
+	for _, l := range after {
+		if t := strings.TrimSpace(l); t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		return l[0] == ' ' || l[0] == '\t'
+	}
+	return false
 }
 
 // yamlPos extracts the position (1-based, within the YAML text) and message

@@ -97,6 +97,22 @@ func TestParseCorpus(t *testing.T) {
 			s.Label, s.Description = "lenient-list", "Review: checks a diff"
 			s.Paths = []string{"*.go", "Makefile"}
 		}), body: "Review the diff.", warnings: []string{"read leniently"}},
+		// Claude Code keeps an unquoted argument-hint as text: two bracket
+		// groups (not YAML: the skill failed), one group (a YAML list: the
+		// hint was dropped), and the same beside another lenient value.
+		{dir: "argument-hint-groups", want: with(base("argument-hint-groups"), func(s *skill.Skill) {
+			s.Label, s.Description = "argument-hint-groups", "Reviews a pull request with a priority and an assignee."
+			s.ArgumentHint = "[pr-number] [priority] [assignee]"
+			s.AllowedTools = []string{"Bash(gh pr view:*)"}
+		}), body: "Review PR #$1", warnings: []string{`argument-hint: [pr-number] [priority] [assignee] is read as the text "[pr-number] [priority] [assignee]", as Claude Code does`}},
+		{dir: "argument-hint-list", want: with(base("argument-hint-list"), func(s *skill.Skill) {
+			s.Label, s.Description = "argument-hint-list", "Creates a git commit with the message given."
+			s.ArgumentHint = "[message]"
+		}), body: "Commit the staged", warnings: []string{`argument-hint: [message] is read as the text "[message]"`}},
+		{dir: "argument-hint-lenient", want: with(base("argument-hint-lenient"), func(s *skill.Skill) {
+			s.Description = "Fixes an issue: reads it, writes the fix and a test"
+			s.ArgumentHint = "[issue-number] [branch]"
+		}), body: "Fix issue $1", warnings: []string{"line 2:14: mapping value is not allowed in this context): read leniently", `argument-hint: [issue-number] [branch] is read as the text "[issue-number] [branch]"`}},
 		{dir: "empty-body", want: with(base("empty-body"), func(s *skill.Skill) {
 			s.Description = "Nothing after the frontmatter."
 		}), warnings: []string{"no instructions"}},
@@ -243,6 +259,32 @@ func TestParseEdgeCases(t *testing.T) {
 					t.Errorf("desc %q hooks %s warnings %q", sk.Description, sk.Hooks, sk.Warnings)
 				}
 			}},
+		{name: "quoted argument-hint: no warning", path: "/p/s/qh/SKILL.md", data: "---\nargument-hint: \"[a] [b]\"\n---\nx\n",
+			check: func(t *testing.T, sk *skill.Skill) {
+				if sk.ArgumentHint != "[a] [b]" || len(sk.Warnings) != 0 {
+					t.Errorf("hint %q warnings %q", sk.ArgumentHint, sk.Warnings)
+				}
+			}},
+		{name: "argument-hint in braces", path: "/p/s/bh/SKILL.md", data: "---\nargument-hint: {file} [--force]\nargument_hint_extra: 1\n---\nx\n",
+			check: func(t *testing.T, sk *skill.Skill) {
+				if sk.ArgumentHint != "{file} [--force]" || len(sk.Warnings) != 2 || !strings.Contains(sk.Warnings[0], `is read as the text "{file} [--force]"`) {
+					t.Errorf("hint %q warnings %q", sk.ArgumentHint, sk.Warnings)
+				}
+			}},
+		{name: "misspelt argument_hint", path: "/p/s/mh/SKILL.md", data: "---\nargument_hint: [x] [y]\n---\nx\n",
+			check: func(t *testing.T, sk *skill.Skill) {
+				if sk.ArgumentHint != "[x] [y]" || len(sk.Warnings) != 2 {
+					t.Errorf("hint %q warnings %q", sk.ArgumentHint, sk.Warnings)
+				}
+			}},
+		{name: "argument-hint as a block list stays a list", path: "/p/s/lh2/SKILL.md", data: "---\nargument-hint:\n  - file\n---\nx\n",
+			check: func(t *testing.T, sk *skill.Skill) {
+				if sk.ArgumentHint != "" || len(sk.Warnings) != 1 || !strings.Contains(sk.Warnings[0], "argument-hint: want text, got a list") {
+					t.Errorf("hint %q warnings %q", sk.ArgumentHint, sk.Warnings)
+				}
+			}},
+		{name: "argument-hint unclosed beside broken YAML elsewhere", path: "/p/s/uh/SKILL.md", data: "---\nargument-hint: [a\nallowed-tools: [Read\n---\nx\n",
+			problem: `:3:16: the frontmatter is not valid YAML: sequence end token ']' not found (in "allowed-tools: [Read")`},
 		{name: "invalid utf-8", path: "/p/s/u/SKILL.md", data: "---\ndescription: caf\xe9\n---\nx\n",
 			check: func(t *testing.T, sk *skill.Skill) {
 				if sk.Description != "caf\uFFFD" || len(sk.Warnings) != 1 {

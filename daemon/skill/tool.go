@@ -6,12 +6,18 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
 // ToolName is the Skill tool's model-facing name.
 const ToolName = "Skill"
+
+// SlashCommandAlias is the Skill tool's alias for Claude Code's SlashCommand
+// tool, through which its model runs a custom slash command: the input
+// {"command": "/name args"} is accepted for {"skill": "name", "args": "args"}.
+const SlashCommandAlias = "SlashCommand"
 
 // ToolOptions connects the Skill tool to the daemon. View is required; the
 // other callbacks may be nil.
@@ -49,8 +55,9 @@ type Forked struct {
 	Result     string
 }
 
-// Tool is the Skill tool: {skill, args?} loads a skill's rendered
-// instructions. It is safe for concurrent use.
+// Tool is the Skill tool (alias SlashCommand): {skill, args?} — or Claude
+// Code's SlashCommand input {command: "/name args"} — loads a skill's
+// rendered instructions. It is safe for concurrent use.
 type Tool struct {
 	o ToolOptions
 }
@@ -69,16 +76,18 @@ var toolSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
     "skill": {"type": "string", "description": "The skill's name, as listed (e.g. \"pdf\", \"my-plugin:review\")"},
-    "args": {"type": "string", "description": "Arguments for the skill, as a person would type them after /<name>"}
+    "args": {"type": "string", "description": "Arguments for the skill, as a person would type them after /<name>"},
+    "command": {"type": "string", "description": "Instead of skill and args: the slash command as a person would type it (e.g. \"/review src\")"}
   },
-  "required": ["skill"],
+  "oneOf": [{"required": ["skill"]}, {"required": ["command"]}],
   "additionalProperties": false
 }`)
 
 // Spec implements tool.Tool. Its description is the listing without the
-// session's skills; Description(env) gives the session's own.
+// session's skills; Description(env) gives the session's own. The schema
+// takes skill (with args) or command, exactly one of them.
 func (t *Tool) Spec() tool.Spec {
-	return tool.Spec{Name: ToolName, Description: Listing(nil, 0, nil), InputSchema: toolSchema}
+	return tool.Spec{Name: ToolName, Aliases: []string{SlashCommandAlias}, Description: Listing(nil, 0, nil), InputSchema: toolSchema}
 }
 
 // Description is the model-facing description for one session: Listing of
@@ -115,14 +124,40 @@ func (t *Tool) Attributes(json.RawMessage) tool.Attributes {
 }
 
 type input struct {
-	Skill string `json:"skill"`
-	Args  string `json:"args"`
+	Skill   string  `json:"skill"`
+	Args    string  `json:"args"`
+	Command *string `json:"command"`
 }
 
-func decode(raw json.RawMessage) (input, error) {
+// decode reads a call's input. name is the name the model called the tool
+// by (Skill or SlashCommand), for the messages. A command ("/review src")
+// is split at its first space into the skill's name and its args.
+func decode(name string, raw json.RawMessage) (input, error) {
+	if name == "" {
+		name = ToolName
+	}
 	var in input
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return in, fmt.Errorf("the input is not valid JSON for Skill (%v); send {\"skill\": \"<name>\", \"args\": \"...\"}", err)
+		if name == SlashCommandAlias {
+			return in, fmt.Errorf("the input is not valid JSON for %s (%v); send {\"command\": \"/<name> <args>\"}", name, err)
+		}
+		return in, fmt.Errorf("the input is not valid JSON for %s (%v); send {\"skill\": \"<name>\", \"args\": \"...\"}", name, err)
+	}
+	if in.Command != nil {
+		if in.Skill != "" {
+			return in, fmt.Errorf("give either skill (with args) or command, not both: {\"command\": \"/<name> <args>\"} or {\"skill\": \"<name>\", \"args\": \"...\"}")
+		}
+		skill, args := strings.TrimSpace(*in.Command), ""
+		if i := strings.IndexFunc(skill, unicode.IsSpace); i >= 0 {
+			skill, args = skill[:i], strings.TrimSpace(skill[i:])
+		}
+		if args != "" && in.Args != "" {
+			return in, fmt.Errorf("the arguments are given twice, in command and in args: put them in command only (\"/<name> <args>\")")
+		}
+		in.Skill = skill
+		if args != "" {
+			in.Args = args
+		}
 	}
 	in.Skill = strings.TrimPrefix(strings.TrimSpace(in.Skill), "/")
 	return in, nil
@@ -130,11 +165,14 @@ func decode(raw json.RawMessage) (input, error) {
 
 // resolve finds the skill a call names, or says why it cannot run.
 func (t *Tool) resolve(call *tool.Call) (input, *Skill, error) {
-	in, err := decode(call.Input)
+	in, err := decode(call.Name, call.Input)
 	if err != nil {
 		return in, nil, err
 	}
 	if in.Skill == "" {
+		if in.Command != nil {
+			return in, nil, fmt.Errorf("command is empty: give \"/<name> <args>\", <name> being one of the available skills")
+		}
 		return in, nil, fmt.Errorf("skill is empty: give the name of one of the available skills")
 	}
 	v := t.view(call.Env)
