@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -745,22 +747,44 @@ func TestAgentSkillsAndListing(t *testing.T) {
 	}
 }
 
-// processesOf counts the processes whose command line starts with bin.
+// processesOf counts this test process's descendants whose command line
+// starts with bin (other tests on the machine may run the same server).
 func processesOf(t *testing.T, bin string) int {
 	t.Helper()
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Skipf("no /proc: %v", err)
 	}
-	n := 0
+	parent := map[int]int{}
+	var matches []int
 	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		if i := bytes.LastIndexByte(stat, ')'); i > 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+				parent[pid], _ = strconv.Atoi(f[1])
+			}
+		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil || len(b) == 0 {
 			continue
 		}
 		args := strings.Split(string(b), "\x00")
-		for _, a := range args[:min(len(args), 3)] {
-			if a == bin {
+		if slices.Contains(args[:min(len(args), 3)], bin) {
+			matches = append(matches, pid)
+		}
+	}
+	self, n := os.Getpid(), 0
+	for _, pid := range matches {
+		for p, hops := parent[pid], 0; p > 1 && hops < 64; p, hops = parent[p], hops+1 {
+			if p == self {
 				n++
 				break
 			}

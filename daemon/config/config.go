@@ -7,7 +7,8 @@
 //
 // It only reads settings. Writing them ("always allow" rules) belongs to
 // the packages that own those decisions; it does own the workspace trust
-// store (Trust), the MCP server entries and approvals tackle writes
+// store (Trust, which also counts Claude Code's trust dialog, read from
+// ~/.claude.json), the MCP server entries and approvals tackle writes
 // (AddMCPServer, RemoveMCPServer, ApproveMCPServers), and the atomic, locked
 // file writes they share (LockFile, WriteFileAtomic). It never writes a
 // Claude Code file. It knows nothing of sessions or permissions beyond the
@@ -70,10 +71,13 @@ func join(base string, elem ...string) string {
 type Settings struct {
 	// Trusted is set when the project directory is trusted (Options.Trust).
 	Trusted bool
-	// Ignored lists what the project's files set that does not apply, one
+	// Ignored lists what the settings files set that does not apply, one
 	// line per file and setting ("3 allow rules in /p/.claude/settings.json"):
-	// everything that widens while the project is untrusted, and a
-	// bypassPermissions mode the person has not consented to.
+	// everything that widens while the project is untrusted, a
+	// bypassPermissions mode the person has not consented to, and keys no
+	// tool reads from the file they are in, whatever the trust ("mcpServers"
+	// in a settings file other than tackle's; "trust" in a project's file):
+	// their line says so and where the setting belongs.
 	Ignored     []string
 	Permissions Permissions
 	// Raw holds the merged top-level keys (the highest source that has a key wins).
@@ -81,6 +85,18 @@ type Settings struct {
 	// Layers are the parsed files that contributed, lowest precedence first,
 	// for keys that merge in their own way (hooks, env).
 	Layers []Layer
+
+	root string // the project directory Load was given, absolute ("" for none)
+	home string // Options.Home
+}
+
+// ProjectDir returns the project directory the settings were loaded for
+// (absolute; "" when Load had none).
+func (s *Settings) ProjectDir() string {
+	if s == nil {
+		return ""
+	}
+	return s.root
 }
 
 // Layer is the content of one settings file.
@@ -133,6 +149,9 @@ type Options struct {
 	Logger hclog.Logger
 	// Trust is the workspace trust store: a project's files may widen what
 	// tackle does only in a trusted project (nil: no project is trusted).
+	// NewLoader points it at Home's Claude Code files (Trust.UseClaudeCode),
+	// so Claude Code's trust dialog counts too unless trust.importClaude is
+	// false in the user's settings.
 	Trust *Trust
 }
 
@@ -221,6 +240,9 @@ func NewLoader(opts *Options) *Loader {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.Trust != nil {
+		o.Trust.UseClaudeCode(o.Home, o.ManagedPath)
+	}
 	return &Loader{
 		opts:    o,
 		changes: make(chan string, 64),
@@ -267,7 +289,7 @@ func (l *Loader) Sources(projectDir string) []Source {
 func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	var ts trustState
 	if l.opts.Trust != nil && projectDir != "" {
-		by, bypass := l.opts.Trust.lookup(projectDir)
+		by, _, bypass := l.opts.Trust.lookup(projectDir)
 		ts = trustState{trusted: by != "", bypass: bypass}
 	}
 	l.mu.Lock()
@@ -301,7 +323,7 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	}
 	m := l.merged[ls.key]
 	if m == nil || m.gen != l.gen || m.trust != ts {
-		m = &mergedEntry{gen: l.gen, trust: ts, settings: l.mergeLocked(srcs, ts, projectDir, mcpPath)}
+		m = &mergedEntry{gen: l.gen, trust: ts, settings: l.mergeLocked(srcs, ts, ls.root, mcpPath)}
 		l.merged[ls.key] = m
 	}
 	addReq, done := l.addReq, l.done
@@ -536,7 +558,7 @@ func lineCol(data []byte, off int) (line, col int) {
 // servers of the project's .mcp.json at mcpPath (if set) are listed as
 // ignored.
 func (l *Loader) mergeLocked(srcs []Source, ts trustState, projectDir, mcpPath string) *Settings {
-	s := &Settings{Raw: map[string]json.RawMessage{}, Trusted: ts.trusted}
+	s := &Settings{Raw: map[string]json.RawMessage{}, Trusted: ts.trusted, root: projectDir, home: l.opts.Home}
 	consent := ts.bypass || l.consentedLocked(srcs)
 	seen := map[*[]string]map[string]bool{}
 	add := func(dst *[]string, src []string) {
@@ -556,6 +578,14 @@ func (l *Loader) mergeLocked(srcs []Source, ts trustState, projectDir, mcpPath s
 		f := e.good
 		if f == nil || e.empty {
 			continue
+		}
+		// Keys no tool reads from this file are reported as such, not as
+		// waiting for trust.
+		for _, k := range l.unreadKeys(src, projectDir) {
+			if raw, ok := f.raw[k.key]; ok {
+				s.Ignored = append(s.Ignored, k.line(src.Path, raw))
+				f = withoutKey(f, k.key)
+			}
 		}
 		if workspaceFile(src.Scope) {
 			var ignored []string

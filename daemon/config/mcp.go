@@ -147,9 +147,10 @@ type mcpSource struct {
 // settings files do).
 //
 // environ is the session's environment for ${VAR} expansion (later entries
-// win). extra are --mcp-config files (or inline JSON objects): scope
-// "session", highest precedence, a later one winning over an earlier one.
-// trusted says whether root is a trusted workspace.
+// win), with the settings' "env" applied over it (Settings.Environ). extra
+// are --mcp-config files (or inline JSON objects): scope "session",
+// highest precedence, a later one winning over an earlier one. trusted
+// says whether root is a trusted workspace.
 //
 // Precedence, the whole entry coming from the highest source that names the
 // server: session > local (.tackle/settings.local.json, then ~/.claude.json
@@ -201,10 +202,28 @@ func (l *Loader) MCPServers(root string, environ []string, extra []string, trust
 			raws[f.path] = e.good.raw
 		}
 	}
+	// Servers in a settings file no tool reads them from (Load refreshed
+	// those files).
+	for _, src := range l.sourcesLocked(root).srcs {
+		e := l.files[src.Path]
+		if e == nil || e.good == nil || e.empty || l.readsMCPServers(src.Path, root) {
+			continue
+		}
+		if v, ok := e.good.raw["mcpServers"]; ok {
+			problems = append(problems, MCPProblem{Path: src.Path, Message: strayMCPMessage(v)})
+		}
+	}
 	addReq, done := l.addReq, l.done
 	l.mu.Unlock()
 	if newDirs {
 		syncWatch(addReq, done)
+	}
+
+	// A .mcp.json configures servers under "mcpServers" only.
+	if raw, ok := raws[projectPath]; ok {
+		if _, has := raw["mcpServers"]; !has {
+			problems = append(problems, MCPProblem{Path: projectPath, Message: noServersMessage(raw)})
+		}
 	}
 
 	// Claude Code's per-project entry in ~/.claude.json.
@@ -299,7 +318,9 @@ func (l *Loader) MCPServers(root string, environ []string, extra []string, trust
 		enableAll = ccProject.enableAll
 	}
 
-	env := environMap(environ)
+	// The settings' env applies over the session's environment, as it does
+	// for commands (Settings.Environ): ${VAR} may name a variable it sets.
+	env := environMap(st.Environ(environ))
 	taken := map[string]bool{}
 	var out []MCPServer
 	for _, src := range srcs {
@@ -369,10 +390,45 @@ func readSessionMCP(arg string, problems *[]MCPProblem) (mcpSource, bool) {
 	}
 	servers, ok := p.raw["mcpServers"]
 	if !ok {
-		*problems = append(*problems, MCPProblem{Path: path, Message: `no "mcpServers" object (want {"mcpServers": {"NAME": {...}}})`})
+		*problems = append(*problems, MCPProblem{Path: path, Message: noServersMessage(p.raw)})
 		return mcpSource{}, false
 	}
 	return mcpSource{scope: ScopeSession, source: path, path: path, servers: servers}, true
+}
+
+// noServersMessage is the problem of an MCP file (.mcp.json, a
+// --mcp-config file) without "mcpServers", whose top-level keys are raw:
+// no server is read from it. Keys whose values look like server entries
+// (an object with "command", "url" or "type": the shape of Claude
+// Desktop's file without its wrapper, or a hand-written mistake) are named.
+func noServersMessage(raw map[string]json.RawMessage) string {
+	var entries []string
+	for k, v := range raw {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(v, &m) != nil {
+			continue
+		}
+		for _, f := range []string{"command", "url", "type"} {
+			if _, ok := m[f]; ok {
+				entries = append(entries, strconv.Quote(k))
+				break
+			}
+		}
+	}
+	msg := `no "mcpServers" object (want {"mcpServers": {"NAME": {...}}})`
+	if len(entries) > 0 {
+		slices.Sort(entries)
+		msg += fmt.Sprintf(`: the top-level %s %s like server entries; move them into "mcpServers"`,
+			strings.Join(entries, ", "), map[bool]string{true: "looks", false: "look"}[len(entries) == 1])
+	}
+	return msg
+}
+
+// strayMCPMessage is the problem of "mcpServers" (value v) in a settings
+// file no tool reads servers from.
+func strayMCPMessage(v json.RawMessage) string {
+	return `"mcpServers" (` + describeKey("mcpServers", v) + `) is not read from this file: neither tackle nor Claude Code reads MCP servers from this settings file; ` +
+		"put them in .mcp.json (project), ~/.claude.json (user, or local under projects) or add them with `tackle mcp add`"
 }
 
 // stringList decodes raw[key] as a list of strings; a wrong type is a problem.

@@ -18,19 +18,22 @@ const TrustFile = "trust.json"
 // Trust is the workspace trust store: the directories whose project
 // settings may widen access or run code (allow rules, additionalDirectories,
 // hooks, MCP servers). A directory is trusted when it or one of its parents
-// is listed. The list lives in $XDG_CONFIG_HOME/tackle/trust.json; every
-// change is written atomically (temp file + rename) under an flock of
-// trust.json.lock, so several processes changing it at once lose nothing.
-// It is safe for concurrent use; a change made by another process is seen
-// at the next call (the file is re-read when its stat changes).
+// is listed, or (see UseClaudeCode, claudetrust.go) when Claude Code's trust
+// dialog was accepted for it. tackle's list lives in
+// $XDG_CONFIG_HOME/tackle/trust.json; every change is written atomically
+// (temp file + rename) under an flock of trust.json.lock, so several
+// processes changing it at once lose nothing. It is safe for concurrent
+// use; a change made by another process (or by Claude Code) is seen at the
+// next call (the files are re-read when their stat changes).
 type Trust struct {
 	path string
 
 	mu     sync.Mutex // guards the fields below
 	stamp  stamp
-	loaded bool      // stamp and dirs reflect a read
-	dirs   trustList // sorted, cleaned, absolute
-	err    error     // the last read's error, reported by List
+	loaded bool         // stamp and dirs reflect a read
+	dirs   trustList    // sorted, cleaned, absolute
+	err    error        // the last read's error, reported by List
+	claude *claudeTrust // Claude Code's trust (nil: not counted)
 
 	canon map[string]string // canonical forms of the directories asked about, bounded
 }
@@ -119,31 +122,41 @@ func cleanDirs(dirs []string) []string {
 	return slices.Compact(out)
 }
 
-// Trusted reports whether dir or one of its parents is trusted. A trust file
-// that cannot be read trusts nothing.
+// Trusted reports whether dir or one of its parents is trusted, by tackle
+// or by Claude Code. A trust file that cannot be read trusts nothing.
 func (t *Trust) Trusted(dir string) bool {
 	_, ok := t.TrustedBy(dir)
 	return ok
 }
 
-// TrustedBy returns the listed directory that makes dir trusted (dir itself
-// or its nearest trusted parent).
+// TrustedBy returns the directory whose trust makes dir trusted: dir itself
+// or its nearest parent listed by tackle, else the directory whose Claude
+// Code entry covers it (see Source).
 func (t *Trust) TrustedBy(dir string) (string, bool) {
-	by, _ := t.lookup(dir)
+	by, _, _ := t.lookup(dir)
 	return by, by != ""
 }
 
-// BypassAllowed reports whether dir is trusted and the person allowed its
-// project settings to set the bypassPermissions mode (tackle trust
-// --allow-bypass, on dir or a parent).
+// Source returns who trusts dir: TrustSourceTackle (tackle trust; it wins
+// when both do), TrustSourceClaude (Claude Code's trust dialog, counted
+// while trust.importClaude is on), or "" when dir is not trusted.
+func (t *Trust) Source(dir string) string {
+	_, src, _ := t.lookup(dir)
+	return src
+}
+
+// BypassAllowed reports whether dir is trusted by tackle and the person
+// allowed its project settings to set the bypassPermissions mode (tackle
+// trust --allow-bypass, on dir or a parent). Claude Code's trust never
+// gives that consent.
 func (t *Trust) BypassAllowed(dir string) bool {
-	_, bypass := t.lookup(dir)
+	_, _, bypass := t.lookup(dir)
 	return bypass
 }
 
-// lookup returns the nearest trusted directory at or above dir ("" if
-// none) and whether dir's bypassPermissions consent is recorded.
-func (t *Trust) lookup(dir string) (by string, bypass bool) {
+// lookup returns the directory whose trust covers dir ("" if none), its
+// source, and whether dir's bypassPermissions consent is recorded.
+func (t *Trust) lookup(dir string) (by, source string, bypass bool) {
 	// Resolving symlinks costs a system call per path component: the
 	// canonical form of a directory asked about (a session root, at every
 	// permission decision) is kept.
@@ -153,7 +166,7 @@ func (t *Trust) lookup(dir string) (by string, bypass bool) {
 	if !ok {
 		var err error
 		if c, err = canonical(dir); err != nil {
-			return "", false
+			return "", "", false
 		}
 	}
 	t.mu.Lock()
@@ -172,14 +185,20 @@ func (t *Trust) lookup(dir string) (by string, bypass bool) {
 		}
 	}
 	if best == "" {
-		return "", false
+		if t.err != nil {
+			return "", "", false // an unreadable trust file trusts nothing, Claude Code's trust included
+		}
+		if by := t.claudeLocked(c); by != "" {
+			return by, TrustSourceClaude, false
+		}
+		return "", "", false
 	}
 	for _, d := range t.dirs.bypass {
 		if within(c, d) {
-			return best, true
+			return best, TrustSourceTackle, true
 		}
 	}
-	return best, false
+	return best, TrustSourceTackle, false
 }
 
 // within reports whether path is dir or below it.
@@ -190,7 +209,51 @@ func within(path, dir string) bool {
 	return strings.HasPrefix(path, dir+string(filepath.Separator))
 }
 
-// List returns the trusted directories, sorted.
+// TrustEntry is one trusted directory and who trusts it.
+type TrustEntry struct {
+	Dir string
+	// Source is TrustSourceTackle or TrustSourceClaude.
+	Source string
+	// AllowBypass: the directory's project settings may set
+	// bypassPermissions (tackle trust --allow-bypass).
+	AllowBypass bool
+}
+
+// Entries returns every trusted directory with its source, for tackle
+// trust --list: tackle's list, then the directories Claude Code's trust
+// dialog was accepted for (while trust.importClaude is on), sorted by
+// directory; a directory both trust is listed once, as tackle's. A Claude
+// Code entry covers what the rules of claudetrust.go say, not always every
+// subdirectory. An unreadable trust file is an error; an unreadable
+// ~/.claude.json is one too (it trusts nothing then).
+func (t *Trust) Entries() ([]TrustEntry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refreshLocked()
+	if t.err != nil {
+		return nil, t.err
+	}
+	var out []TrustEntry
+	seen := map[string]bool{}
+	for _, d := range t.dirs.trusted {
+		seen[d] = true
+		out = append(out, TrustEntry{Dir: d, Source: TrustSourceTackle, AllowBypass: slices.Contains(t.dirs.bypass, d)})
+	}
+	cc, err := t.claudeListLocked()
+	if err != nil {
+		return nil, fmt.Errorf("reading Claude Code's workspace trust from %s: %w (it trusts nothing until it can be read)", t.claude.claudeJSON, err)
+	}
+	for _, d := range cc {
+		if !seen[d] {
+			out = append(out, TrustEntry{Dir: d, Source: TrustSourceClaude})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b TrustEntry) int { return strings.Compare(a.Dir, b.Dir) })
+	return out, nil
+}
+
+// List returns the directories tackle trusts (tackle trust), sorted; see
+// Entries for Claude Code's too.
 func (t *Trust) List() ([]string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -217,6 +217,66 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// unreadKey is a top-level key that no tool reads from some settings
+// files: Load reports it there (Settings.Ignored) whatever the trust, and
+// drops it from the file's layer.
+type unreadKey struct {
+	key  string
+	line func(path string, v json.RawMessage) string
+}
+
+// strayMCPServers: neither tackle nor Claude Code reads "mcpServers" from
+// ~/.claude/settings.json, .claude/settings.json, .claude/settings.local.json
+// or .tackle/settings.json (Claude Code reads servers from .mcp.json and
+// ~/.claude.json only; tackle also from its own user and local files and
+// the managed file).
+var strayMCPServers = unreadKey{"mcpServers", func(path string, v json.RawMessage) string {
+	return describeKey("mcpServers", v) + " in " + path + `: "mcpServers" is not read from this file (by tackle or Claude Code), trusted or not; ` +
+		"MCP servers belong in .mcp.json (project), ~/.claude.json (user, or local under projects) or `tackle mcp add`"
+}}
+
+// projectTrustKey: trust settings are the person's (user and managed
+// files); a project's files cannot set them.
+var projectTrustKey = unreadKey{trustSettingsKey, func(path string, _ json.RawMessage) string {
+	return fmt.Sprintf("%q in %s: trust settings are read from your user settings only, never from a project's files", trustSettingsKey, path)
+}}
+
+// unreadKeys returns the keys of unreadKey that the settings file src of
+// projectDir does not read.
+func (l *Loader) unreadKeys(src Source, projectDir string) []unreadKey {
+	var out []unreadKey
+	if !l.readsMCPServers(src.Path, projectDir) {
+		out = append(out, strayMCPServers)
+	}
+	if workspaceFile(src.Scope) {
+		out = append(out, projectTrustKey)
+	}
+	return out
+}
+
+// readsMCPServers reports whether MCPServers reads "mcpServers" from the
+// settings file path (for the project projectDir): tackle's local file,
+// tackle's user file and the managed file.
+func (l *Loader) readsMCPServers(path, projectDir string) bool {
+	switch path {
+	case join(projectDir, ".tackle", "settings.local.json"), join(l.opts.ConfigHome, "tackle", "settings.json"), l.opts.ManagedPath:
+		return true
+	}
+	return false
+}
+
+// withoutKey returns f without the top-level key k (f is shared: it is
+// copied).
+func withoutKey(f *parsed, k string) *parsed {
+	out := &parsed{raw: make(map[string]json.RawMessage, len(f.raw)), perms: f.perms}
+	for key, v := range f.raw {
+		if key != k {
+			out.raw[key] = v
+		}
+	}
+	return out
+}
+
 // consented reports whether a user or managed file of srcs holds the
 // person's consent to bypassPermissions from project files.
 func (l *Loader) consentedLocked(srcs []Source) bool {

@@ -99,7 +99,11 @@ func compile(r Rule) *compiled {
 func wildcardSpec(spec string) (pat string, boundary bool) {
 	pat = strings.Join(strings.Fields(spec), " ")
 	if p, ok := strings.CutSuffix(pat, ":*"); ok {
-		pat = p + " *"
+		// `sudo :*` is `sudo *`, not a pattern that needs two spaces.
+		pat = strings.TrimRight(p, " ") + " *"
+		if pat == " *" {
+			pat = "*"
+		}
 	}
 	if pat == "" {
 		pat = "*"

@@ -208,6 +208,15 @@ func checkSpec(name, spec string, col int) error {
 				return perr(hc+off, "unexpected %q in the domain %q (wildcards only as a leading '*.')", firstRune(h[j:]), host)
 			}
 		}
+	default:
+		// Bash, Skill, Task/Agent and other specifier rules: the legacy
+		// prefix form ":*" only works at the very end (as in Claude Code);
+		// anywhere else, a trailing space included, the rule would match
+		// nothing, silently.
+		if i := strings.Index(spec, ":*"); i >= 0 && i != len(spec)-2 {
+			fixed := strings.Join(strings.Fields(strings.Replace(spec, ":*", " *", 1)), " ")
+			return perr(col+i, "the legacy \":*\" must end the spec, but %q follows it, so the rule would match nothing: write %s(%s)", spec[i+2:], name, fixed)
+		}
 	}
 	return nil
 }

@@ -283,10 +283,11 @@ func buildBase(s *config.Settings, trusted bool) *Rules {
 			}
 		}
 		for i, d := range fp.AdditionalDirectories {
-			abs := resolveDir(d, settingsRoot(l.Source.Scope, l.Source.Path, ""), home)
+			// One resolution for the rules and config.Settings.AdditionalDirectories.
+			abs := config.AdditionalDirectory(d, l.Source, s.ProjectDir(), home)
 			if abs == "" {
 				src := Source{Scope: l.Source.Scope, Path: l.Source.Path, Index: i, Line: lineOf(lines["additionalDirectories"], i, d)}
-				b.problem(src, d, "an additional directory must be absolute, ~/…, or relative to the settings file's project")
+				b.problem(src, d, "an additional directory must be absolute, ~/…, or relative (to the settings file's project; in user and managed settings to the session's directory)")
 				continue
 			}
 			if untrusted {
@@ -297,24 +298,6 @@ func buildBase(s *config.Settings, trusted bool) *Rules {
 		}
 	}
 	return b.rules
-}
-
-// resolveDir makes an additional directory absolute.
-func resolveDir(d, root, home string) string {
-	switch {
-	case d == "":
-		return ""
-	case d == "~" || strings.HasPrefix(d, "~/"):
-		if home == "" {
-			return ""
-		}
-		return filepath.Join(home, d[1:])
-	case filepath.IsAbs(d):
-		return filepath.Clean(d)
-	case root != "":
-		return filepath.Join(root, d)
-	}
-	return ""
 }
 
 // settingsRoot is what `/x` in a rule of that file is relative to: the
