@@ -1314,6 +1314,9 @@ type Snapshot struct {
 	Prompt        *PromptInfo   `protobuf:"bytes,6,opt,name=prompt,proto3" json:"prompt,omitempty"`
 	PartialText   string        `protobuf:"bytes,7,opt,name=partial_text,json=partialText,proto3" json:"partial_text,omitempty"`
 	QueuedPrompts []*PromptInfo `protobuf:"bytes,8,rep,name=queued_prompts,json=queuedPrompts,proto3" json:"queued_prompts,omitempty"`
+	// mcp_auth are the OAuth flows of the session's MCP servers that wait
+	// for a person now (state required, with the URL to open).
+	McpAuth       []*McpAuth `protobuf:"bytes,9,rep,name=mcp_auth,json=mcpAuth,proto3" json:"mcp_auth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1400,6 +1403,13 @@ func (x *Snapshot) GetPartialText() string {
 func (x *Snapshot) GetQueuedPrompts() []*PromptInfo {
 	if x != nil {
 		return x.QueuedPrompts
+	}
+	return nil
+}
+
+func (x *Snapshot) GetMcpAuth() []*McpAuth {
+	if x != nil {
+		return x.McpAuth
 	}
 	return nil
 }
@@ -2601,7 +2611,9 @@ type Event struct {
 	// text names the server), skills_changed (skills were discovered or
 	// activated by a touched file; text names them), subagent_updated (a
 	// sub-agent of this session started, called a tool or ended: subagent;
-	// for a foreground one call_id is the Agent call).
+	// for a foreground one call_id is the Agent call), mcp_auth_required (an
+	// MCP server of the session waits for a person to authorise tackle in a
+	// browser, or that flow ended: mcp_auth).
 	Type   string `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
 	TurnId string `protobuf:"bytes,5,opt,name=turn_id,json=turnId,proto3" json:"turn_id,omitempty"`
 	CallId string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
@@ -2640,7 +2652,9 @@ type Event struct {
 	Retry *ModelRetry `protobuf:"bytes,20,opt,name=retry,proto3" json:"retry,omitempty"`
 	// subagent is set for subagent_updated: a sub-agent of this session
 	// started, made progress (a tool call) or ended.
-	Subagent      *Subagent `protobuf:"bytes,21,opt,name=subagent,proto3" json:"subagent,omitempty"`
+	Subagent *Subagent `protobuf:"bytes,21,opt,name=subagent,proto3" json:"subagent,omitempty"`
+	// mcp_auth is set for mcp_auth_required.
+	McpAuth       *McpAuth `protobuf:"bytes,22,opt,name=mcp_auth,json=mcpAuth,proto3" json:"mcp_auth,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2822,6 +2836,85 @@ func (x *Event) GetSubagent() *Subagent {
 	return nil
 }
 
+func (x *Event) GetMcpAuth() *McpAuth {
+	if x != nil {
+		return x.McpAuth
+	}
+	return nil
+}
+
+// McpAuth is an MCP server's OAuth authorisation as a person sees it.
+type McpAuth struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Server string                 `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	// state: required (open url in a browser, or run `tackle mcp login
+	// server`), authorized, failed (error says why).
+	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// url is the authorisation URL while the state is required.
+	Url           string `protobuf:"bytes,3,opt,name=url,proto3" json:"url,omitempty"`
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpAuth) Reset() {
+	*x = McpAuth{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpAuth) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpAuth) ProtoMessage() {}
+
+func (x *McpAuth) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpAuth.ProtoReflect.Descriptor instead.
+func (*McpAuth) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *McpAuth) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *McpAuth) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *McpAuth) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *McpAuth) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 // PromptInfo is one prompt of a session.
 type PromptInfo struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -2842,7 +2935,7 @@ type PromptInfo struct {
 
 func (x *PromptInfo) Reset() {
 	*x = PromptInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2854,7 +2947,7 @@ func (x *PromptInfo) String() string {
 func (*PromptInfo) ProtoMessage() {}
 
 func (x *PromptInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2867,7 +2960,7 @@ func (x *PromptInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptInfo.ProtoReflect.Descriptor instead.
 func (*PromptInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *PromptInfo) GetId() string {
@@ -2946,7 +3039,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3051,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3064,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3019,7 +3112,7 @@ type AssistantDelta struct {
 
 func (x *AssistantDelta) Reset() {
 	*x = AssistantDelta{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3031,7 +3124,7 @@ func (x *AssistantDelta) String() string {
 func (*AssistantDelta) ProtoMessage() {}
 
 func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3044,7 +3137,7 @@ func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssistantDelta.ProtoReflect.Descriptor instead.
 func (*AssistantDelta) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AssistantDelta) GetPromptId() string {
@@ -3103,7 +3196,7 @@ type ModelRetry struct {
 
 func (x *ModelRetry) Reset() {
 	*x = ModelRetry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3115,7 +3208,7 @@ func (x *ModelRetry) String() string {
 func (*ModelRetry) ProtoMessage() {}
 
 func (x *ModelRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3128,7 +3221,7 @@ func (x *ModelRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRetry.ProtoReflect.Descriptor instead.
 func (*ModelRetry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ModelRetry) GetPromptId() string {
@@ -3185,7 +3278,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3197,7 +3290,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3210,7 +3303,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -3267,7 +3360,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3279,7 +3372,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3292,7 +3385,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -3318,7 +3411,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3330,7 +3423,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3343,7 +3436,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -3356,7 +3449,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +3461,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +3474,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -3401,7 +3494,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3506,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3519,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -3446,7 +3539,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3458,7 +3551,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3471,7 +3564,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -3491,7 +3584,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3596,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3609,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -3535,7 +3628,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3547,7 +3640,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3560,7 +3653,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -3579,7 +3672,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3591,7 +3684,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3604,7 +3697,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -3672,7 +3765,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3777,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3790,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -3755,7 +3848,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3860,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3873,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3818,7 +3911,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3830,7 +3923,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3843,7 +3936,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -3871,7 +3964,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3883,7 +3976,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3896,7 +3989,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -3924,7 +4017,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3936,7 +4029,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3949,7 +4042,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -3975,7 +4068,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3987,7 +4080,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4000,7 +4093,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
 }
 
 // StatusResponse describes the daemon.
@@ -4021,7 +4114,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4033,7 +4126,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4046,7 +4139,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -4121,7 +4214,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4133,7 +4226,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4146,7 +4239,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -4158,7 +4251,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4170,7 +4263,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4183,7 +4276,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
 }
 
 // ListShellsRequest names the session.
@@ -4196,7 +4289,7 @@ type ListShellsRequest struct {
 
 func (x *ListShellsRequest) Reset() {
 	*x = ListShellsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4208,7 +4301,7 @@ func (x *ListShellsRequest) String() string {
 func (*ListShellsRequest) ProtoMessage() {}
 
 func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4221,7 +4314,7 @@ func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
 func (*ListShellsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListShellsRequest) GetSessionId() string {
@@ -4241,7 +4334,7 @@ type ListShellsResponse struct {
 
 func (x *ListShellsResponse) Reset() {
 	*x = ListShellsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4253,7 +4346,7 @@ func (x *ListShellsResponse) String() string {
 func (*ListShellsResponse) ProtoMessage() {}
 
 func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4266,7 +4359,7 @@ func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
 func (*ListShellsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListShellsResponse) GetShells() []*BackgroundShell {
@@ -4291,7 +4384,7 @@ type ReadShellOutputRequest struct {
 
 func (x *ReadShellOutputRequest) Reset() {
 	*x = ReadShellOutputRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4303,7 +4396,7 @@ func (x *ReadShellOutputRequest) String() string {
 func (*ReadShellOutputRequest) ProtoMessage() {}
 
 func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4316,7 +4409,7 @@ func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReadShellOutputRequest) GetSessionId() string {
@@ -4363,7 +4456,7 @@ type ReadShellOutputResponse struct {
 
 func (x *ReadShellOutputResponse) Reset() {
 	*x = ReadShellOutputResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4375,7 +4468,7 @@ func (x *ReadShellOutputResponse) String() string {
 func (*ReadShellOutputResponse) ProtoMessage() {}
 
 func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4388,7 +4481,7 @@ func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReadShellOutputResponse) GetData() []byte {
@@ -4423,7 +4516,7 @@ type KillShellRequest struct {
 
 func (x *KillShellRequest) Reset() {
 	*x = KillShellRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4435,7 +4528,7 @@ func (x *KillShellRequest) String() string {
 func (*KillShellRequest) ProtoMessage() {}
 
 func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4448,7 +4541,7 @@ func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
 func (*KillShellRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *KillShellRequest) GetSessionId() string {
@@ -4476,7 +4569,7 @@ type KillShellResponse struct {
 
 func (x *KillShellResponse) Reset() {
 	*x = KillShellResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4488,7 +4581,7 @@ func (x *KillShellResponse) String() string {
 func (*KillShellResponse) ProtoMessage() {}
 
 func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4501,7 +4594,7 @@ func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
 func (*KillShellResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *KillShellResponse) GetShell() *BackgroundShell {
@@ -4521,7 +4614,7 @@ type ListPendingPermissionsRequest struct {
 
 func (x *ListPendingPermissionsRequest) Reset() {
 	*x = ListPendingPermissionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4533,7 +4626,7 @@ func (x *ListPendingPermissionsRequest) String() string {
 func (*ListPendingPermissionsRequest) ProtoMessage() {}
 
 func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4546,7 +4639,7 @@ func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ListPendingPermissionsRequest) GetSessionId() string {
@@ -4566,7 +4659,7 @@ type ListPendingPermissionsResponse struct {
 
 func (x *ListPendingPermissionsResponse) Reset() {
 	*x = ListPendingPermissionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4578,7 +4671,7 @@ func (x *ListPendingPermissionsResponse) String() string {
 func (*ListPendingPermissionsResponse) ProtoMessage() {}
 
 func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4591,7 +4684,7 @@ func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListPendingPermissionsResponse) GetRequests() []*PermissionRequest {
@@ -4618,7 +4711,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4630,7 +4723,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4643,7 +4736,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ExplainRequest) GetSessionId() string {
@@ -4698,7 +4791,7 @@ type RuleSource struct {
 
 func (x *RuleSource) Reset() {
 	*x = RuleSource{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4710,7 +4803,7 @@ func (x *RuleSource) String() string {
 func (*RuleSource) ProtoMessage() {}
 
 func (x *RuleSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4723,7 +4816,7 @@ func (x *RuleSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleSource.ProtoReflect.Descriptor instead.
 func (*RuleSource) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *RuleSource) GetScope() string {
@@ -4766,7 +4859,7 @@ type ExplainStep struct {
 
 func (x *ExplainStep) Reset() {
 	*x = ExplainStep{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4778,7 +4871,7 @@ func (x *ExplainStep) String() string {
 func (*ExplainStep) ProtoMessage() {}
 
 func (x *ExplainStep) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4791,7 +4884,7 @@ func (x *ExplainStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainStep.ProtoReflect.Descriptor instead.
 func (*ExplainStep) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ExplainStep) GetStage() string {
@@ -4838,7 +4931,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4850,7 +4943,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4863,7 +4956,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ExplainResponse) GetDecision() string {
@@ -4933,7 +5026,7 @@ type ListRulesRequest struct {
 
 func (x *ListRulesRequest) Reset() {
 	*x = ListRulesRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4945,7 +5038,7 @@ func (x *ListRulesRequest) String() string {
 func (*ListRulesRequest) ProtoMessage() {}
 
 func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4958,7 +5051,7 @@ func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ListRulesRequest) GetSessionId() string {
@@ -4990,7 +5083,7 @@ type PermissionRule struct {
 
 func (x *PermissionRule) Reset() {
 	*x = PermissionRule{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5002,7 +5095,7 @@ func (x *PermissionRule) String() string {
 func (*PermissionRule) ProtoMessage() {}
 
 func (x *PermissionRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5015,7 +5108,7 @@ func (x *PermissionRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRule.ProtoReflect.Descriptor instead.
 func (*PermissionRule) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *PermissionRule) GetText() string {
@@ -5065,7 +5158,7 @@ type RuleProblem struct {
 
 func (x *RuleProblem) Reset() {
 	*x = RuleProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5077,7 +5170,7 @@ func (x *RuleProblem) String() string {
 func (*RuleProblem) ProtoMessage() {}
 
 func (x *RuleProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5090,7 +5183,7 @@ func (x *RuleProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleProblem.ProtoReflect.Descriptor instead.
 func (*RuleProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *RuleProblem) GetSource() *RuleSource {
@@ -5127,7 +5220,7 @@ type ListRulesResponse struct {
 
 func (x *ListRulesResponse) Reset() {
 	*x = ListRulesResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5139,7 +5232,7 @@ func (x *ListRulesResponse) String() string {
 func (*ListRulesResponse) ProtoMessage() {}
 
 func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5152,7 +5245,7 @@ func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListRulesResponse) GetRules() []*PermissionRule {
@@ -5196,7 +5289,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5208,7 +5301,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5221,7 +5314,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *AuditRequest) GetSessionId() string {
@@ -5265,7 +5358,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5277,7 +5370,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5290,7 +5383,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AuditEntry) GetSessionId() string {
@@ -5394,7 +5487,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5406,7 +5499,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5419,7 +5512,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *AuditResponse) GetEntries() []*AuditEntry {
@@ -5443,7 +5536,7 @@ type TrustRequest struct {
 
 func (x *TrustRequest) Reset() {
 	*x = TrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5455,7 +5548,7 @@ func (x *TrustRequest) String() string {
 func (*TrustRequest) ProtoMessage() {}
 
 func (x *TrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5468,7 +5561,7 @@ func (x *TrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustRequest.ProtoReflect.Descriptor instead.
 func (*TrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TrustRequest) GetDir() string {
@@ -5497,7 +5590,7 @@ type TrustResponse struct {
 
 func (x *TrustResponse) Reset() {
 	*x = TrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5509,7 +5602,7 @@ func (x *TrustResponse) String() string {
 func (*TrustResponse) ProtoMessage() {}
 
 func (x *TrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5522,7 +5615,7 @@ func (x *TrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustResponse.ProtoReflect.Descriptor instead.
 func (*TrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TrustResponse) GetDir() string {
@@ -5549,7 +5642,7 @@ type UntrustRequest struct {
 
 func (x *UntrustRequest) Reset() {
 	*x = UntrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5561,7 +5654,7 @@ func (x *UntrustRequest) String() string {
 func (*UntrustRequest) ProtoMessage() {}
 
 func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5574,7 +5667,7 @@ func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustRequest.ProtoReflect.Descriptor instead.
 func (*UntrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *UntrustRequest) GetDir() string {
@@ -5598,7 +5691,7 @@ type UntrustResponse struct {
 
 func (x *UntrustResponse) Reset() {
 	*x = UntrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5610,7 +5703,7 @@ func (x *UntrustResponse) String() string {
 func (*UntrustResponse) ProtoMessage() {}
 
 func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5623,7 +5716,7 @@ func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustResponse.ProtoReflect.Descriptor instead.
 func (*UntrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UntrustResponse) GetDir() string {
@@ -5656,7 +5749,7 @@ type ListTrustedRequest struct {
 
 func (x *ListTrustedRequest) Reset() {
 	*x = ListTrustedRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5668,7 +5761,7 @@ func (x *ListTrustedRequest) String() string {
 func (*ListTrustedRequest) ProtoMessage() {}
 
 func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5681,7 +5774,7 @@ func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedRequest.ProtoReflect.Descriptor instead.
 func (*ListTrustedRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
 }
 
 // ListTrustedResponse lists the trusted directories, sorted.
@@ -5694,7 +5787,7 @@ type ListTrustedResponse struct {
 
 func (x *ListTrustedResponse) Reset() {
 	*x = ListTrustedResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5706,7 +5799,7 @@ func (x *ListTrustedResponse) String() string {
 func (*ListTrustedResponse) ProtoMessage() {}
 
 func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5719,7 +5812,7 @@ func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedResponse.ProtoReflect.Descriptor instead.
 func (*ListTrustedResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *ListTrustedResponse) GetDirs() []string {
@@ -5760,14 +5853,18 @@ type McpServer struct {
 	// warnings are configuration warnings (unset ${VAR}s).
 	Warnings []string `protobuf:"bytes,17,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	// tool_names are the model-facing names of its tools.
-	ToolNames     []string `protobuf:"bytes,18,rep,name=tool_names,json=toolNames,proto3" json:"tool_names,omitempty"`
+	ToolNames []string `protobuf:"bytes,18,rep,name=tool_names,json=toolNames,proto3" json:"tool_names,omitempty"`
+	// auth_url is the OAuth authorisation URL while a flow waits for a
+	// person; authorized says tackle holds a token for the server.
+	AuthUrl       string `protobuf:"bytes,19,opt,name=auth_url,json=authUrl,proto3" json:"auth_url,omitempty"`
+	Authorized    bool   `protobuf:"varint,20,opt,name=authorized,proto3" json:"authorized,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5779,7 +5876,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5792,7 +5889,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *McpServer) GetName() string {
@@ -5921,6 +6018,20 @@ func (x *McpServer) GetToolNames() []string {
 	return nil
 }
 
+func (x *McpServer) GetAuthUrl() string {
+	if x != nil {
+		return x.AuthUrl
+	}
+	return ""
+}
+
+func (x *McpServer) GetAuthorized() bool {
+	if x != nil {
+		return x.Authorized
+	}
+	return false
+}
+
 // McpProblem is a broken MCP file or server entry.
 type McpProblem struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5933,7 +6044,7 @@ type McpProblem struct {
 
 func (x *McpProblem) Reset() {
 	*x = McpProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5945,7 +6056,7 @@ func (x *McpProblem) String() string {
 func (*McpProblem) ProtoMessage() {}
 
 func (x *McpProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5958,7 +6069,7 @@ func (x *McpProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpProblem.ProtoReflect.Descriptor instead.
 func (*McpProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *McpProblem) GetPath() string {
@@ -5995,7 +6106,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6007,7 +6118,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6020,7 +6131,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListMcpServersRequest) GetSessionId() string {
@@ -6055,7 +6166,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6067,7 +6178,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6080,7 +6191,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -6114,7 +6225,7 @@ type AddMcpServerRequest struct {
 
 func (x *AddMcpServerRequest) Reset() {
 	*x = AddMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6126,7 +6237,7 @@ func (x *AddMcpServerRequest) String() string {
 func (*AddMcpServerRequest) ProtoMessage() {}
 
 func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6139,7 +6250,7 @@ func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*AddMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *AddMcpServerRequest) GetCwd() string {
@@ -6187,7 +6298,7 @@ type AddMcpServerResponse struct {
 
 func (x *AddMcpServerResponse) Reset() {
 	*x = AddMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6199,7 +6310,7 @@ func (x *AddMcpServerResponse) String() string {
 func (*AddMcpServerResponse) ProtoMessage() {}
 
 func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6212,7 +6323,7 @@ func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*AddMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *AddMcpServerResponse) GetPath() string {
@@ -6235,7 +6346,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6247,7 +6358,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6260,7 +6371,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *RemoveMcpServerRequest) GetCwd() string {
@@ -6294,7 +6405,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6306,7 +6417,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6319,7 +6430,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *RemoveMcpServerResponse) GetPath() string {
@@ -6341,7 +6452,7 @@ type ReconnectMcpServerRequest struct {
 
 func (x *ReconnectMcpServerRequest) Reset() {
 	*x = ReconnectMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6353,7 +6464,7 @@ func (x *ReconnectMcpServerRequest) String() string {
 func (*ReconnectMcpServerRequest) ProtoMessage() {}
 
 func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6366,7 +6477,7 @@ func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *ReconnectMcpServerRequest) GetSessionId() string {
@@ -6400,7 +6511,7 @@ type ReconnectMcpServerResponse struct {
 
 func (x *ReconnectMcpServerResponse) Reset() {
 	*x = ReconnectMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6412,7 +6523,7 @@ func (x *ReconnectMcpServerResponse) String() string {
 func (*ReconnectMcpServerResponse) ProtoMessage() {}
 
 func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6425,7 +6536,7 @@ func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *ReconnectMcpServerResponse) GetServer() *McpServer {
@@ -6447,7 +6558,7 @@ type ApproveMcpServersRequest struct {
 
 func (x *ApproveMcpServersRequest) Reset() {
 	*x = ApproveMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6459,7 +6570,7 @@ func (x *ApproveMcpServersRequest) String() string {
 func (*ApproveMcpServersRequest) ProtoMessage() {}
 
 func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6472,7 +6583,7 @@ func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ApproveMcpServersRequest) GetCwd() string {
@@ -6506,7 +6617,7 @@ type ApproveMcpServersResponse struct {
 
 func (x *ApproveMcpServersResponse) Reset() {
 	*x = ApproveMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6518,7 +6629,7 @@ func (x *ApproveMcpServersResponse) String() string {
 func (*ApproveMcpServersResponse) ProtoMessage() {}
 
 func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6531,7 +6642,7 @@ func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ApproveMcpServersResponse) GetPath() string {
@@ -6554,7 +6665,7 @@ type ReadMcpLogsRequest struct {
 
 func (x *ReadMcpLogsRequest) Reset() {
 	*x = ReadMcpLogsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6566,7 +6677,7 @@ func (x *ReadMcpLogsRequest) String() string {
 func (*ReadMcpLogsRequest) ProtoMessage() {}
 
 func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6579,7 +6690,7 @@ func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReadMcpLogsRequest) GetSessionId() string {
@@ -6623,7 +6734,7 @@ type ReadMcpLogsResponse struct {
 
 func (x *ReadMcpLogsResponse) Reset() {
 	*x = ReadMcpLogsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6635,7 +6746,7 @@ func (x *ReadMcpLogsResponse) String() string {
 func (*ReadMcpLogsResponse) ProtoMessage() {}
 
 func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6648,7 +6759,7 @@ func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ReadMcpLogsResponse) GetPath() string {
@@ -6684,7 +6795,7 @@ type McpPromptArgument struct {
 
 func (x *McpPromptArgument) Reset() {
 	*x = McpPromptArgument{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6696,7 +6807,7 @@ func (x *McpPromptArgument) String() string {
 func (*McpPromptArgument) ProtoMessage() {}
 
 func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6709,7 +6820,7 @@ func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPromptArgument.ProtoReflect.Descriptor instead.
 func (*McpPromptArgument) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *McpPromptArgument) GetName() string {
@@ -6748,7 +6859,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6760,7 +6871,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6773,7 +6884,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *McpPrompt) GetName() string {
@@ -6823,7 +6934,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6835,7 +6946,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6848,7 +6959,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ListMcpPromptsRequest) GetSessionId() string {
@@ -6882,7 +6993,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6894,7 +7005,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6907,7 +7018,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -6931,7 +7042,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6943,7 +7054,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6956,7 +7067,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *GetPromptRequest) GetSessionId() string {
@@ -7006,7 +7117,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7018,7 +7129,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7031,7 +7142,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -7059,7 +7170,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7071,7 +7182,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7084,7 +7195,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -7113,7 +7224,7 @@ type LoadToolsRequest struct {
 
 func (x *LoadToolsRequest) Reset() {
 	*x = LoadToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7125,7 +7236,7 @@ func (x *LoadToolsRequest) String() string {
 func (*LoadToolsRequest) ProtoMessage() {}
 
 func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7138,7 +7249,7 @@ func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsRequest.ProtoReflect.Descriptor instead.
 func (*LoadToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *LoadToolsRequest) GetSessionId() string {
@@ -7177,7 +7288,7 @@ type LoadToolsResponse struct {
 
 func (x *LoadToolsResponse) Reset() {
 	*x = LoadToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7189,7 +7300,7 @@ func (x *LoadToolsResponse) String() string {
 func (*LoadToolsResponse) ProtoMessage() {}
 
 func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7202,7 +7313,7 @@ func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsResponse.ProtoReflect.Descriptor instead.
 func (*LoadToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *LoadToolsResponse) GetLoaded() []string {
@@ -7255,7 +7366,7 @@ type SkillInfo struct {
 
 func (x *SkillInfo) Reset() {
 	*x = SkillInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7267,7 +7378,7 @@ func (x *SkillInfo) String() string {
 func (*SkillInfo) ProtoMessage() {}
 
 func (x *SkillInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7280,7 +7391,7 @@ func (x *SkillInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
 func (*SkillInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *SkillInfo) GetName() string {
@@ -7408,7 +7519,7 @@ type SkillProblem struct {
 
 func (x *SkillProblem) Reset() {
 	*x = SkillProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7420,7 +7531,7 @@ func (x *SkillProblem) String() string {
 func (*SkillProblem) ProtoMessage() {}
 
 func (x *SkillProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7433,7 +7544,7 @@ func (x *SkillProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
 func (*SkillProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *SkillProblem) GetPath() string {
@@ -7477,7 +7588,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7489,7 +7600,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7502,7 +7613,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *ListSkillsRequest) GetSessionId() string {
@@ -7537,7 +7648,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7549,7 +7660,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7562,7 +7673,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
@@ -7591,7 +7702,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7603,7 +7714,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7616,7 +7727,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *GetSkillRequest) GetSessionId() string {
@@ -7651,7 +7762,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7663,7 +7774,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7676,7 +7787,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *GetSkillResponse) GetSkill() *SkillInfo {
@@ -7710,7 +7821,7 @@ type RenderSkillRequest struct {
 
 func (x *RenderSkillRequest) Reset() {
 	*x = RenderSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7722,7 +7833,7 @@ func (x *RenderSkillRequest) String() string {
 func (*RenderSkillRequest) ProtoMessage() {}
 
 func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7735,7 +7846,7 @@ func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillRequest.ProtoReflect.Descriptor instead.
 func (*RenderSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *RenderSkillRequest) GetSessionId() string {
@@ -7793,7 +7904,7 @@ type RenderSkillResponse struct {
 
 func (x *RenderSkillResponse) Reset() {
 	*x = RenderSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7805,7 +7916,7 @@ func (x *RenderSkillResponse) String() string {
 func (*RenderSkillResponse) ProtoMessage() {}
 
 func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7818,7 +7929,7 @@ func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillResponse.ProtoReflect.Descriptor instead.
 func (*RenderSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *RenderSkillResponse) GetText() string {
@@ -7885,7 +7996,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7897,7 +8008,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7910,7 +8021,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -7995,7 +8106,7 @@ type PromptImage struct {
 
 func (x *PromptImage) Reset() {
 	*x = PromptImage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8007,7 +8118,7 @@ func (x *PromptImage) String() string {
 func (*PromptImage) ProtoMessage() {}
 
 func (x *PromptImage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8020,7 +8131,7 @@ func (x *PromptImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptImage.ProtoReflect.Descriptor instead.
 func (*PromptImage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *PromptImage) GetMediaType() string {
@@ -8050,7 +8161,7 @@ type PromptAccepted struct {
 
 func (x *PromptAccepted) Reset() {
 	*x = PromptAccepted{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8062,7 +8173,7 @@ func (x *PromptAccepted) String() string {
 func (*PromptAccepted) ProtoMessage() {}
 
 func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8075,7 +8186,7 @@ func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptAccepted.ProtoReflect.Descriptor instead.
 func (*PromptAccepted) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *PromptAccepted) GetRef() string {
@@ -8191,7 +8302,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\vcurrent_dir\x18\n" +
 	" \x01(\tR\n" +
 	"currentDir\x12*\n" +
-	"\x05agent\x18\v \x01(\v2\x14.tackle.v1.AgentLinkR\x05agent\"\xb4\x03\n" +
+	"\x05agent\x18\v \x01(\v2\x14.tackle.v1.AgentLinkR\x05agent\"\xe3\x03\n" +
 	"\bSnapshot\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12M\n" +
 	"\x13pending_permissions\x18\x02 \x03(\v2\x1c.tackle.v1.PermissionRequestR\x12pendingPermissions\x12;\n" +
@@ -8200,7 +8311,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x05trust\x18\x05 \x01(\v2\x14.tackle.v1.TrustInfoR\x05trust\x12-\n" +
 	"\x06prompt\x18\x06 \x01(\v2\x15.tackle.v1.PromptInfoR\x06prompt\x12!\n" +
 	"\fpartial_text\x18\a \x01(\tR\vpartialText\x12<\n" +
-	"\x0equeued_prompts\x18\b \x03(\v2\x15.tackle.v1.PromptInfoR\rqueuedPrompts\"e\n" +
+	"\x0equeued_prompts\x18\b \x03(\v2\x15.tackle.v1.PromptInfoR\rqueuedPrompts\x12-\n" +
+	"\bmcp_auth\x18\t \x03(\v2\x12.tackle.v1.McpAuthR\amcpAuth\"e\n" +
 	"\tTrustInfo\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
 	"\atrusted\x18\x02 \x01(\bR\atrusted\x12\x18\n" +
@@ -8319,7 +8431,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"durationMs\x12\x16\n" +
 	"\x06source\x18\x06 \x01(\tR\x06source\x12\x1b\n" +
 	"\texit_code\x18\a \x01(\x05R\bexitCode\x12\x12\n" +
-	"\x04tool\x18\b \x01(\tR\x04tool\"\xb3\x06\n" +
+	"\x04tool\x18\b \x01(\tR\x04tool\"\xe2\x06\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
@@ -8347,7 +8459,13 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x05delta\x18\x12 \x01(\v2\x19.tackle.v1.AssistantDeltaR\x05delta\x12!\n" +
 	"\fmessage_json\x18\x13 \x01(\tR\vmessageJson\x12+\n" +
 	"\x05retry\x18\x14 \x01(\v2\x15.tackle.v1.ModelRetryR\x05retry\x12/\n" +
-	"\bsubagent\x18\x15 \x01(\v2\x13.tackle.v1.SubagentR\bsubagent\"\xfd\x01\n" +
+	"\bsubagent\x18\x15 \x01(\v2\x13.tackle.v1.SubagentR\bsubagent\x12-\n" +
+	"\bmcp_auth\x18\x16 \x01(\v2\x12.tackle.v1.McpAuthR\amcpAuth\"_\n" +
+	"\aMcpAuth\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x10\n" +
+	"\x03url\x18\x03 \x01(\tR\x03url\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xfd\x01\n" +
 	"\n" +
 	"PromptInfo\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1b\n" +
@@ -8564,7 +8682,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x10still_trusted_by\x18\x03 \x01(\tR\x0estillTrustedBy\"\x14\n" +
 	"\x12ListTrustedRequest\")\n" +
 	"\x13ListTrustedResponse\x12\x12\n" +
-	"\x04dirs\x18\x01 \x03(\tR\x04dirs\"\xf0\x03\n" +
+	"\x04dirs\x18\x01 \x03(\tR\x04dirs\"\xab\x04\n" +
 	"\tMcpServer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x16\n" +
@@ -8586,7 +8704,11 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x06target\x18\x10 \x01(\tR\x06target\x12\x1a\n" +
 	"\bwarnings\x18\x11 \x03(\tR\bwarnings\x12\x1d\n" +
 	"\n" +
-	"tool_names\x18\x12 \x03(\tR\ttoolNames\"R\n" +
+	"tool_names\x18\x12 \x03(\tR\ttoolNames\x12\x19\n" +
+	"\bauth_url\x18\x13 \x01(\tR\aauthUrl\x12\x1e\n" +
+	"\n" +
+	"authorized\x18\x14 \x01(\bR\n" +
+	"authorized\"R\n" +
 	"\n" +
 	"McpProblem\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
@@ -8819,7 +8941,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 109)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -8851,89 +8973,90 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*PermissionResolved)(nil),             // 27: tackle.v1.PermissionResolved
 	(*HookRun)(nil),                        // 28: tackle.v1.HookRun
 	(*Event)(nil),                          // 29: tackle.v1.Event
-	(*PromptInfo)(nil),                     // 30: tackle.v1.PromptInfo
-	(*Usage)(nil),                          // 31: tackle.v1.Usage
-	(*AssistantDelta)(nil),                 // 32: tackle.v1.AssistantDelta
-	(*ModelRetry)(nil),                     // 33: tackle.v1.ModelRetry
-	(*CreateSessionRequest)(nil),           // 34: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),          // 35: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),            // 36: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),           // 37: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),              // 38: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),             // 39: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),           // 40: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),          // 41: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),                 // 42: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                       // 43: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),               // 44: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),              // 45: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),        // 46: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil),       // 47: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),                  // 48: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 49: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),                // 50: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),               // 51: tackle.v1.ShutdownResponse
-	(*ListShellsRequest)(nil),              // 52: tackle.v1.ListShellsRequest
-	(*ListShellsResponse)(nil),             // 53: tackle.v1.ListShellsResponse
-	(*ReadShellOutputRequest)(nil),         // 54: tackle.v1.ReadShellOutputRequest
-	(*ReadShellOutputResponse)(nil),        // 55: tackle.v1.ReadShellOutputResponse
-	(*KillShellRequest)(nil),               // 56: tackle.v1.KillShellRequest
-	(*KillShellResponse)(nil),              // 57: tackle.v1.KillShellResponse
-	(*ListPendingPermissionsRequest)(nil),  // 58: tackle.v1.ListPendingPermissionsRequest
-	(*ListPendingPermissionsResponse)(nil), // 59: tackle.v1.ListPendingPermissionsResponse
-	(*ExplainRequest)(nil),                 // 60: tackle.v1.ExplainRequest
-	(*RuleSource)(nil),                     // 61: tackle.v1.RuleSource
-	(*ExplainStep)(nil),                    // 62: tackle.v1.ExplainStep
-	(*ExplainResponse)(nil),                // 63: tackle.v1.ExplainResponse
-	(*ListRulesRequest)(nil),               // 64: tackle.v1.ListRulesRequest
-	(*PermissionRule)(nil),                 // 65: tackle.v1.PermissionRule
-	(*RuleProblem)(nil),                    // 66: tackle.v1.RuleProblem
-	(*ListRulesResponse)(nil),              // 67: tackle.v1.ListRulesResponse
-	(*AuditRequest)(nil),                   // 68: tackle.v1.AuditRequest
-	(*AuditEntry)(nil),                     // 69: tackle.v1.AuditEntry
-	(*AuditResponse)(nil),                  // 70: tackle.v1.AuditResponse
-	(*TrustRequest)(nil),                   // 71: tackle.v1.TrustRequest
-	(*TrustResponse)(nil),                  // 72: tackle.v1.TrustResponse
-	(*UntrustRequest)(nil),                 // 73: tackle.v1.UntrustRequest
-	(*UntrustResponse)(nil),                // 74: tackle.v1.UntrustResponse
-	(*ListTrustedRequest)(nil),             // 75: tackle.v1.ListTrustedRequest
-	(*ListTrustedResponse)(nil),            // 76: tackle.v1.ListTrustedResponse
-	(*McpServer)(nil),                      // 77: tackle.v1.McpServer
-	(*McpProblem)(nil),                     // 78: tackle.v1.McpProblem
-	(*ListMcpServersRequest)(nil),          // 79: tackle.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),         // 80: tackle.v1.ListMcpServersResponse
-	(*AddMcpServerRequest)(nil),            // 81: tackle.v1.AddMcpServerRequest
-	(*AddMcpServerResponse)(nil),           // 82: tackle.v1.AddMcpServerResponse
-	(*RemoveMcpServerRequest)(nil),         // 83: tackle.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil),        // 84: tackle.v1.RemoveMcpServerResponse
-	(*ReconnectMcpServerRequest)(nil),      // 85: tackle.v1.ReconnectMcpServerRequest
-	(*ReconnectMcpServerResponse)(nil),     // 86: tackle.v1.ReconnectMcpServerResponse
-	(*ApproveMcpServersRequest)(nil),       // 87: tackle.v1.ApproveMcpServersRequest
-	(*ApproveMcpServersResponse)(nil),      // 88: tackle.v1.ApproveMcpServersResponse
-	(*ReadMcpLogsRequest)(nil),             // 89: tackle.v1.ReadMcpLogsRequest
-	(*ReadMcpLogsResponse)(nil),            // 90: tackle.v1.ReadMcpLogsResponse
-	(*McpPromptArgument)(nil),              // 91: tackle.v1.McpPromptArgument
-	(*McpPrompt)(nil),                      // 92: tackle.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),          // 93: tackle.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),         // 94: tackle.v1.ListMcpPromptsResponse
-	(*GetPromptRequest)(nil),               // 95: tackle.v1.GetPromptRequest
-	(*PromptMessage)(nil),                  // 96: tackle.v1.PromptMessage
-	(*GetPromptResponse)(nil),              // 97: tackle.v1.GetPromptResponse
-	(*LoadToolsRequest)(nil),               // 98: tackle.v1.LoadToolsRequest
-	(*LoadToolsResponse)(nil),              // 99: tackle.v1.LoadToolsResponse
-	(*SkillInfo)(nil),                      // 100: tackle.v1.SkillInfo
-	(*SkillProblem)(nil),                   // 101: tackle.v1.SkillProblem
-	(*ListSkillsRequest)(nil),              // 102: tackle.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),             // 103: tackle.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),                // 104: tackle.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),               // 105: tackle.v1.GetSkillResponse
-	(*RenderSkillRequest)(nil),             // 106: tackle.v1.RenderSkillRequest
-	(*RenderSkillResponse)(nil),            // 107: tackle.v1.RenderSkillResponse
-	(*PromptRequest)(nil),                  // 108: tackle.v1.PromptRequest
-	(*PromptImage)(nil),                    // 109: tackle.v1.PromptImage
-	(*PromptAccepted)(nil),                 // 110: tackle.v1.PromptAccepted
-	nil,                                    // 111: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 112: google.protobuf.Timestamp
+	(*McpAuth)(nil),                        // 30: tackle.v1.McpAuth
+	(*PromptInfo)(nil),                     // 31: tackle.v1.PromptInfo
+	(*Usage)(nil),                          // 32: tackle.v1.Usage
+	(*AssistantDelta)(nil),                 // 33: tackle.v1.AssistantDelta
+	(*ModelRetry)(nil),                     // 34: tackle.v1.ModelRetry
+	(*CreateSessionRequest)(nil),           // 35: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),          // 36: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),            // 37: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),           // 38: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),              // 39: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),             // 40: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),           // 41: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),          // 42: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),                 // 43: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                       // 44: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),               // 45: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),              // 46: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),        // 47: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),       // 48: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),                  // 49: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 50: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),                // 51: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),               // 52: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),              // 53: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),             // 54: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),         // 55: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),        // 56: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),               // 57: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),              // 58: tackle.v1.KillShellResponse
+	(*ListPendingPermissionsRequest)(nil),  // 59: tackle.v1.ListPendingPermissionsRequest
+	(*ListPendingPermissionsResponse)(nil), // 60: tackle.v1.ListPendingPermissionsResponse
+	(*ExplainRequest)(nil),                 // 61: tackle.v1.ExplainRequest
+	(*RuleSource)(nil),                     // 62: tackle.v1.RuleSource
+	(*ExplainStep)(nil),                    // 63: tackle.v1.ExplainStep
+	(*ExplainResponse)(nil),                // 64: tackle.v1.ExplainResponse
+	(*ListRulesRequest)(nil),               // 65: tackle.v1.ListRulesRequest
+	(*PermissionRule)(nil),                 // 66: tackle.v1.PermissionRule
+	(*RuleProblem)(nil),                    // 67: tackle.v1.RuleProblem
+	(*ListRulesResponse)(nil),              // 68: tackle.v1.ListRulesResponse
+	(*AuditRequest)(nil),                   // 69: tackle.v1.AuditRequest
+	(*AuditEntry)(nil),                     // 70: tackle.v1.AuditEntry
+	(*AuditResponse)(nil),                  // 71: tackle.v1.AuditResponse
+	(*TrustRequest)(nil),                   // 72: tackle.v1.TrustRequest
+	(*TrustResponse)(nil),                  // 73: tackle.v1.TrustResponse
+	(*UntrustRequest)(nil),                 // 74: tackle.v1.UntrustRequest
+	(*UntrustResponse)(nil),                // 75: tackle.v1.UntrustResponse
+	(*ListTrustedRequest)(nil),             // 76: tackle.v1.ListTrustedRequest
+	(*ListTrustedResponse)(nil),            // 77: tackle.v1.ListTrustedResponse
+	(*McpServer)(nil),                      // 78: tackle.v1.McpServer
+	(*McpProblem)(nil),                     // 79: tackle.v1.McpProblem
+	(*ListMcpServersRequest)(nil),          // 80: tackle.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),         // 81: tackle.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),            // 82: tackle.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),           // 83: tackle.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),         // 84: tackle.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),        // 85: tackle.v1.RemoveMcpServerResponse
+	(*ReconnectMcpServerRequest)(nil),      // 86: tackle.v1.ReconnectMcpServerRequest
+	(*ReconnectMcpServerResponse)(nil),     // 87: tackle.v1.ReconnectMcpServerResponse
+	(*ApproveMcpServersRequest)(nil),       // 88: tackle.v1.ApproveMcpServersRequest
+	(*ApproveMcpServersResponse)(nil),      // 89: tackle.v1.ApproveMcpServersResponse
+	(*ReadMcpLogsRequest)(nil),             // 90: tackle.v1.ReadMcpLogsRequest
+	(*ReadMcpLogsResponse)(nil),            // 91: tackle.v1.ReadMcpLogsResponse
+	(*McpPromptArgument)(nil),              // 92: tackle.v1.McpPromptArgument
+	(*McpPrompt)(nil),                      // 93: tackle.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),          // 94: tackle.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),         // 95: tackle.v1.ListMcpPromptsResponse
+	(*GetPromptRequest)(nil),               // 96: tackle.v1.GetPromptRequest
+	(*PromptMessage)(nil),                  // 97: tackle.v1.PromptMessage
+	(*GetPromptResponse)(nil),              // 98: tackle.v1.GetPromptResponse
+	(*LoadToolsRequest)(nil),               // 99: tackle.v1.LoadToolsRequest
+	(*LoadToolsResponse)(nil),              // 100: tackle.v1.LoadToolsResponse
+	(*SkillInfo)(nil),                      // 101: tackle.v1.SkillInfo
+	(*SkillProblem)(nil),                   // 102: tackle.v1.SkillProblem
+	(*ListSkillsRequest)(nil),              // 103: tackle.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),             // 104: tackle.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),                // 105: tackle.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),               // 106: tackle.v1.GetSkillResponse
+	(*RenderSkillRequest)(nil),             // 107: tackle.v1.RenderSkillRequest
+	(*RenderSkillResponse)(nil),            // 108: tackle.v1.RenderSkillResponse
+	(*PromptRequest)(nil),                  // 109: tackle.v1.PromptRequest
+	(*PromptImage)(nil),                    // 110: tackle.v1.PromptImage
+	(*PromptAccepted)(nil),                 // 111: tackle.v1.PromptAccepted
+	nil,                                    // 112: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 113: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -8942,148 +9065,150 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	11,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
 	12,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
 	13,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
-	108, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
+	109, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
 	6,   // 7: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
 	16,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
 	29,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
 	10,  // 10: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
 	14,  // 11: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
-	110, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
+	111, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
 	0,   // 13: tackle.v1.Hello.role:type_name -> tackle.v1.Role
 	0,   // 14: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
 	8,   // 15: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,   // 16: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,   // 17: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	112, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	112, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	113, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	113, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
 	24,  // 20: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
 	15,  // 21: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
 	22,  // 22: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
 	19,  // 23: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
 	18,  // 24: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
 	17,  // 25: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	30,  // 26: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
-	30,  // 27: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
-	112, // 28: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	112, // 29: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	20,  // 30: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	112, // 31: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	26,  // 32: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	23,  // 33: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
-	112, // 34: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
-	2,   // 35: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	112, // 36: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,   // 37: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	21,  // 38: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	22,  // 39: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	27,  // 40: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15,  // 41: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	18,  // 42: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	28,  // 43: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	30,  // 44: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
-	32,  // 45: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
-	33,  // 46: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
-	25,  // 47: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
-	31,  // 48: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
-	15,  // 49: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15,  // 50: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15,  // 51: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	42,  // 52: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	43,  // 53: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12,  // 54: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	18,  // 55: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	18,  // 56: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	18,  // 57: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	22,  // 58: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	61,  // 59: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	62,  // 60: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	61,  // 61: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	61,  // 62: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	65,  // 63: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	66,  // 64: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	17,  // 65: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	112, // 66: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	69,  // 67: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	112, // 68: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	77,  // 69: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	78,  // 70: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	77,  // 71: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	91,  // 72: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	92,  // 73: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	111, // 74: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	20,  // 75: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	96,  // 76: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	100, // 77: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	101, // 78: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	100, // 79: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	109, // 80: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
-	3,   // 81: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	34,  // 82: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	36,  // 83: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	38,  // 84: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	40,  // 85: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	44,  // 86: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	46,  // 87: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	48,  // 88: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	50,  // 89: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	52,  // 90: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	54,  // 91: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	56,  // 92: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	58,  // 93: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	60,  // 94: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	64,  // 95: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	68,  // 96: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	71,  // 97: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	73,  // 98: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	75,  // 99: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	79,  // 100: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	81,  // 101: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	83,  // 102: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	85,  // 103: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	87,  // 104: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	89,  // 105: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	93,  // 106: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	95,  // 107: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	98,  // 108: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	102, // 109: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	104, // 110: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	106, // 111: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 112: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	35,  // 113: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	37,  // 114: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	39,  // 115: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	41,  // 116: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	45,  // 117: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	47,  // 118: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	49,  // 119: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	51,  // 120: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	53,  // 121: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	55,  // 122: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	57,  // 123: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	59,  // 124: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	63,  // 125: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	67,  // 126: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	70,  // 127: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	72,  // 128: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	74,  // 129: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	76,  // 130: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	80,  // 131: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	82,  // 132: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	84,  // 133: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	86,  // 134: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	88,  // 135: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	90,  // 136: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	94,  // 137: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	97,  // 138: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	99,  // 139: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	103, // 140: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	105, // 141: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	107, // 142: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	112, // [112:143] is the sub-list for method output_type
-	81,  // [81:112] is the sub-list for method input_type
-	81,  // [81:81] is the sub-list for extension type_name
-	81,  // [81:81] is the sub-list for extension extendee
-	0,   // [0:81] is the sub-list for field type_name
+	31,  // 26: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	31,  // 27: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	30,  // 28: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
+	113, // 29: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	113, // 30: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	20,  // 31: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	113, // 32: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	26,  // 33: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	23,  // 34: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
+	113, // 35: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
+	2,   // 36: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	113, // 37: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,   // 38: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	21,  // 39: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	22,  // 40: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	27,  // 41: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15,  // 42: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	18,  // 43: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	28,  // 44: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	31,  // 45: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	33,  // 46: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	34,  // 47: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	25,  // 48: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
+	30,  // 49: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
+	32,  // 50: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	15,  // 51: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15,  // 52: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15,  // 53: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	43,  // 54: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	44,  // 55: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12,  // 56: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	18,  // 57: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	18,  // 58: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	18,  // 59: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	22,  // 60: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	62,  // 61: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	63,  // 62: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	62,  // 63: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	62,  // 64: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	66,  // 65: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	67,  // 66: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	17,  // 67: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	113, // 68: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	70,  // 69: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	113, // 70: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	78,  // 71: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	79,  // 72: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	78,  // 73: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	92,  // 74: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	93,  // 75: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	112, // 76: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	20,  // 77: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	97,  // 78: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	101, // 79: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	102, // 80: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	101, // 81: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	110, // 82: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 83: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	35,  // 84: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	37,  // 85: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	39,  // 86: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	41,  // 87: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	45,  // 88: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	47,  // 89: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	49,  // 90: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	51,  // 91: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	53,  // 92: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	55,  // 93: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	57,  // 94: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	59,  // 95: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	61,  // 96: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	65,  // 97: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	69,  // 98: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	72,  // 99: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	74,  // 100: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	76,  // 101: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	80,  // 102: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	82,  // 103: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	84,  // 104: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	86,  // 105: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	88,  // 106: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	90,  // 107: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	94,  // 108: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	96,  // 109: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	99,  // 110: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	103, // 111: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	105, // 112: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	107, // 113: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 114: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	36,  // 115: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	38,  // 116: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	40,  // 117: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	42,  // 118: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	46,  // 119: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	48,  // 120: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	50,  // 121: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	52,  // 122: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	54,  // 123: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	56,  // 124: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	58,  // 125: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	60,  // 126: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	64,  // 127: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	68,  // 128: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	71,  // 129: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	73,  // 130: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	75,  // 131: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	77,  // 132: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	81,  // 133: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	83,  // 134: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	85,  // 135: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	87,  // 136: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	89,  // 137: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	91,  // 138: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	95,  // 139: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	98,  // 140: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	100, // 141: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	104, // 142: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	106, // 143: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	108, // 144: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	114, // [114:145] is the sub-list for method output_type
+	83,  // [83:114] is the sub-list for method input_type
+	83,  // [83:83] is the sub-list for extension type_name
+	83,  // [83:83] is the sub-list for extension extendee
+	0,   // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -9114,7 +9239,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   109,
+			NumMessages:   110,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
