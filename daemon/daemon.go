@@ -212,7 +212,7 @@ func New(opts *Options) (*Daemon, error) {
 		d.closeState()
 		return nil, fmt.Errorf("registering notebook tools: %w", err)
 	}
-	d.mcp = newMCPLayer(d, filepath.Join(o.StateDir, "mcp-logs"))
+	d.mcp = newMCPLayer(d, filepath.Join(o.StateDir, "mcp-logs"), filepath.Join(o.StateDir, "mcp-oauth"))
 	if err := d.registry.Register(d.mcp.mgr.ResourceTools()...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering MCP resource tools: %w", err)
@@ -260,6 +260,7 @@ func New(opts *Options) (*Daemon, error) {
 		SessionDeleted:  d.sessionDeleted,
 		AskTimeout:      d.askTimeout,
 		MCP:             d.mcp,
+		MCPAuth:         d.mcp,
 		SessionTools:    d.mcp.tools,
 		TrustChanged:    d.trustChanged,
 		EndTurn:         d.perms.endTurn,
@@ -376,6 +377,7 @@ func (d *Daemon) closeState() error {
 		}
 		if d.mcp != nil {
 			d.mcp.mgr.Close()
+			d.mcp.auth.Close()
 		}
 		if d.sandbox != nil {
 			d.sandbox.net.close()

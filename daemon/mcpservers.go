@@ -11,10 +11,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/mcp"
+	"github.com/tackle-agent/tackle/daemon/mcp/oauth"
 	"github.com/tackle-agent/tackle/daemon/server"
 	"github.com/tackle-agent/tackle/daemon/session"
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -28,8 +30,9 @@ import (
 // tools to the session's pool and tells attached clients when the pool
 // changes. It implements server.MCP.
 type mcpLayer struct {
-	d   *Daemon
-	mgr *mcp.Manager
+	d    *Daemon
+	mgr  *mcp.Manager
+	auth *oauth.Broker
 
 	mu       sync.Mutex
 	problems map[string][]config.MCPProblem // by session id: the last configuration problems
@@ -43,17 +46,57 @@ type mcpLayer struct {
 	// definition's inline mcpServers): they use their own list; every
 	// other sub-agent uses its root session's.
 	own map[string]bool
+	// lastAuth is the last OAuth step announced per server: every
+	// connection to a server follows its one flow, announced once.
+	lastAuth map[string]oauth.Event
 }
 
-func newMCPLayer(d *Daemon, logDir string) *mcpLayer {
+func newMCPLayer(d *Daemon, logDir, authDir string) *mcpLayer {
 	l := &mcpLayer{d: d, problems: map[string][]config.MCPProblem{}, warned: map[string]string{},
-		opts: map[string]*mcp.ToolOptions{}, own: map[string]bool{}}
+		opts: map[string]*mcp.ToolOptions{}, own: map[string]bool{}, lastAuth: map[string]oauth.Event{}}
+	l.auth = oauth.New(oauth.Options{Dir: authDir, Logger: d.log.Named("mcp-oauth")})
 	l.mgr = mcp.New(&mcp.Options{
 		LogDir:   logDir,
 		Logger:   d.log.Named("mcp"),
 		OnChange: l.changed,
+		Auth:     l.auth,
+		OnAuth:   l.authChanged,
 	})
 	return l
+}
+
+// authChanged tells the sessions using server about a step of its OAuth
+// flow (the URL to open, the outcome).
+func (l *mcpLayer) authChanged(serverName string, ev oauth.Event) {
+	l.mu.Lock()
+	if l.lastAuth[serverName] == ev {
+		l.mu.Unlock()
+		return
+	}
+	l.lastAuth[serverName] = ev
+	l.mu.Unlock()
+	a := &event.MCPAuth{Server: serverName, State: ev.State, URL: ev.URL, Error: ev.Error}
+	for _, id := range l.sessionsOf(serverName) {
+		sess, err := l.d.sessions.Get(context.Background(), id)
+		if err != nil {
+			continue
+		}
+		if _, err := sess.Append(&event.Event{Type: event.MCPAuthRequired, MCPAuth: a}); err != nil {
+			l.d.log.Debug("announcing an MCP authorisation", "session", id, "error", err)
+		}
+	}
+}
+
+// sessionsOf are the sessions using a server of that name, sorted.
+func (l *mcpLayer) sessionsOf(serverName string) []string {
+	var ids []string
+	for _, st := range l.mgr.Status() {
+		if st.Name == serverName {
+			ids = append(ids, st.Sessions...)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // settings are the MCP settings of a session's project and environment.
@@ -124,15 +167,7 @@ func (l *mcpLayer) resync() {
 
 // changed tells the sessions using server that their tool pool changed.
 func (l *mcpLayer) changed(serverName string) {
-	var ids []string
-	for _, st := range l.mgr.Status() {
-		if st.Name == serverName {
-			ids = append(ids, st.Sessions...)
-		}
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	for _, id := range ids {
+	for _, id := range l.sessionsOf(serverName) {
 		sess, err := l.d.sessions.Get(context.Background(), id)
 		if err != nil {
 			continue
@@ -283,6 +318,7 @@ func (l *mcpLayer) view(st mcp.Status, cfg *config.MCPServer) server.MCPServer {
 		Name: st.Name, Scope: st.Scope, Source: st.Source, Transport: st.Transport, State: string(st.State),
 		Error: st.Error, PID: st.PID, Tools: st.Tools, Resources: st.Resources, Prompts: st.Prompts,
 		Restarts: st.Restarts, Sessions: st.Sessions, Since: st.Since, LogPath: st.LogPath, ServerInfo: st.ServerInfo,
+		AuthURL: st.AuthURL, Authorized: st.Authorized,
 	}
 	if cfg != nil {
 		out.Warnings = cfg.Warnings
@@ -374,6 +410,60 @@ func (l *mcpLayer) Reconnect(ctx context.Context, sess *session.Session, name st
 	}
 	cfg := c.Config()
 	return l.view(c.Status(), &cfg), nil
+}
+
+// Login implements server.MCPAuth.
+func (l *mcpLayer) Login(ctx context.Context, sess *session.Session, name string, force bool, url func(string)) (string, server.MCPServer, error) {
+	c, err := l.conn(sess, name)
+	if err != nil {
+		return "", server.MCPServer{}, err
+	}
+	outcome, err := l.mgr.Login(ctx, sess.ID(), name, force, url)
+	if c2, ok := l.mgr.Conn(sess.ID(), name); ok {
+		c = c2
+	}
+	cfg := c.Config()
+	return outcome, l.view(c.Status(), &cfg), err
+}
+
+// Logout implements server.MCPAuth.
+func (l *mcpLayer) Logout(ctx context.Context, sess *session.Session, name string) (string, server.MCPServer, error) {
+	c, err := l.conn(sess, name)
+	if err != nil {
+		return "", server.MCPServer{}, err
+	}
+	cfg := c.Config()
+	if c.OAuth() == nil {
+		return "", server.MCPServer{}, fmt.Errorf("MCP server %q is a %s server: tackle holds OAuth tokens only for http servers", name, cfg.Type)
+	}
+	removed, err := l.auth.Logout(name, cfg.URL)
+	if err != nil {
+		return "", server.MCPServer{}, err
+	}
+	// Reconnect without the token: the server asks again (its flow's URL
+	// goes to the sessions) or works without one.
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := l.mgr.Reconnect(rctx, name); err != nil {
+		l.d.log.Debug("reconnecting after logout", "server", name, "error", err)
+	}
+	if c2, ok := l.mgr.Conn(sess.ID(), name); ok {
+		c = c2
+	}
+	return removed, l.view(c.Status(), &cfg), nil
+}
+
+// PendingAuth implements server.MCPAuth.
+func (l *mcpLayer) PendingAuth(sess *session.Session) []event.MCPAuth {
+	var out []event.MCPAuth
+	for _, c := range l.mgr.Conns(sess.ID()) {
+		if h := c.OAuth(); h != nil {
+			if u := h.Pending(); u != "" {
+				out = append(out, event.MCPAuth{Server: c.Name(), State: oauth.Required, URL: u})
+			}
+		}
+	}
+	return out
 }
 
 // Logs implements server.MCP.

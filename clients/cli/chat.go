@@ -326,6 +326,9 @@ func (ch *chat) greet(snap *tacklev1.Snapshot) {
 	for _, q := range snap.GetQueuedPrompts() {
 		ch.say("queued: %s%s", indentMore(q.GetText()), ch.from(q))
 	}
+	for _, m := range snap.GetMcpAuth() {
+		ch.say("tackle: %s", mcpAuthLine(m))
+	}
 	ch.pending(snap)
 }
 
@@ -690,6 +693,8 @@ func (ch *chat) event(e *tacklev1.Event) error {
 		ch.say("tackle: retrying in %.1f s: %s", float64(r.GetWaitMs())/1000, r.GetReason())
 	case "notice":
 		ch.say("tackle: %s", strings.TrimRight(e.GetText(), "\n"))
+	case "mcp_auth_required":
+		ch.say("tackle: %s", mcpAuthLine(e.GetMcpAuth()))
 	case "compacted":
 		ch.say("(the conversation was compacted: it goes on from the model's summary)")
 	case "prompt_ended":

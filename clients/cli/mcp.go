@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tackle-agent/tackle/clients/client"
+	"github.com/tackle-agent/tackle/clients/mcpserve"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
@@ -20,7 +21,67 @@ func (a *app) mcpCommand() *cobra.Command {
 	}
 	cmd.AddCommand(a.mcpListCommand(), a.mcpGetCommand(), a.mcpAddCommand(), a.mcpAddJSONCommand(),
 		a.mcpRemoveCommand(), a.mcpReconnectCommand(), a.mcpApproveCommand(), a.mcpLogsCommand(),
-		a.mcpPromptsCommand(), a.mcpPromptCommand())
+		a.mcpPromptsCommand(), a.mcpPromptCommand(), a.mcpServeCommand())
+	cmd.AddCommand(a.mcpLoginCommand(), a.mcpLogoutCommand())
+	return cmd
+}
+
+func (a *app) mcpServeCommand() *cobra.Command {
+	var (
+		sf      sessionFlags
+		tools   []string
+		name    string
+		mode    string
+		timeout uint32
+	)
+	cmd := &cobra.Command{
+		Use:   "serve [--cwd DIR | --session ID] [--tools mcp|all|PATTERN...] [--name NAME]",
+		Short: "Serve the session's tools as an MCP server on stdio, for any MCP client (Claude Code, Codex, editors)",
+		Long: `Run an MCP server on stdin and stdout that offers a tackle session's tools (the
+default session of the current directory, or --cwd's, or --session's) to an
+MCP client. Every call runs through tackle's pipeline (rules, hooks, permission
+prompts, the audit), and the underlying MCP servers are the daemon's shared
+connections: any number of clients use one process per server.
+
+--tools picks what is served: mcp (the MCP servers' tools, mcp__srv__tool served
+as srv__tool; the default), all (those and tackle's built-ins: Read, Grep,
+Bash, ...), or glob patterns (github__*, Read); several add up. A permission
+prompt is asked with MCP elicitation when the client supports it, and is open
+to every attached tackle client too. stdout carries protocol messages only.`,
+		Example: `  # .mcp.json, ~/.claude.json, Codex, an editor:
+  #   {"mcpServers": {"tackle": {"command": "tackle", "args": ["mcp", "serve"]}}}
+  tackle mcp serve --tools all --cwd ~/src/app`,
+		Args: cobra.NoArgs,
+		RunE: run(func(cmd *cobra.Command, _ []string) error {
+			if err := checkMode(mode); err != nil {
+				return err
+			}
+			dir, err := absDir(sf.cwd)
+			if err != nil {
+				return err
+			}
+			sid := sf.session
+			if sid == "" {
+				sid = a.getenv("TACKLE_SESSION")
+			}
+			srv, err := mcpserve.New(&mcpserve.Options{
+				Dial: func(ctx context.Context, clientName string) (*client.Client, error) {
+					return client.Dial(ctx, &client.Options{Socket: a.socketPath(), NoAutostart: a.noAutostart, Env: a.environ, ClientName: clientName})
+				},
+				SessionID: sid, Cwd: dir, Environ: a.environ, Tools: tools, Name: name, Version: Version,
+				PermissionMode: mode, PermissionTimeout: time.Duration(timeout) * time.Second, Log: a.stderr,
+			})
+			if err != nil {
+				return usageError("%v", err)
+			}
+			return srv.Serve(cmd.Context(), a.stdin, a.stdout)
+		}),
+	}
+	sf.register(cmd)
+	cmd.Flags().StringSliceVar(&tools, "tools", nil, "what to serve: mcp (default), all, or glob patterns such as github__* (repeatable, comma-separated)")
+	cmd.Flags().StringVar(&name, "name", "tackle", "the server's name in its serverInfo")
+	cmd.Flags().StringVar(&mode, "permission-mode", "", "permission mode for the calls: default, acceptEdits, plan, dontAsk, bypassPermissions")
+	cmd.Flags().Uint32Var(&timeout, "permission-timeout", 0, "seconds a permission request waits for an answer before it is denied (0: the daemon's default)")
 	return cmd
 }
 
@@ -44,6 +105,8 @@ type mcpServerJSON struct {
 	ServerInfo string   `json:"server_info,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"`
 	ToolNames  []string `json:"tool_names,omitempty"`
+	AuthURL    string   `json:"auth_url,omitempty"`
+	Authorized bool     `json:"authorized,omitempty"`
 }
 
 func mcpServerToJSON(s *tacklev1.McpServer) mcpServerJSON {
@@ -53,6 +116,7 @@ func mcpServerToJSON(s *tacklev1.McpServer) mcpServerJSON {
 		Tools: s.GetTools(), Resources: s.GetResources(), Prompts: s.GetPrompts(),
 		Sessions: s.GetSessions(), Restarts: s.GetRestarts(), LogPath: s.GetLogPath(),
 		ServerInfo: s.GetServerInfo(), Warnings: s.GetWarnings(), ToolNames: s.GetToolNames(),
+		AuthURL: s.GetAuthUrl(), Authorized: s.GetAuthorized(),
 	}
 	if out.Sessions == nil {
 		out.Sessions = []string{}
@@ -189,6 +253,12 @@ func (a *app) mcpGetCommand() *cobra.Command {
 				row("Transport", j.Transport)
 				row("Target", j.Target)
 				row("Server", j.ServerInfo)
+				switch {
+				case j.AuthURL != "":
+					row("OAuth", "waiting for the browser: "+j.AuthURL)
+				case j.Authorized:
+					row("OAuth", "authorised (tackle mcp logout "+j.Name+" forgets the token)")
+				}
 				if j.PID > 0 {
 					row("PID", fmt.Sprint(j.PID))
 				}

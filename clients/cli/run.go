@@ -242,6 +242,9 @@ func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 	case "notice":
 		v.tree.broke()
 		fmt.Fprintf(v.a.stderr, "tackle: %s\n", e.GetText())
+	case "mcp_auth_required":
+		v.tree.broke()
+		fmt.Fprintf(v.a.stderr, "tackle: %s\n", mcpAuthLine(e.GetMcpAuth()))
 	}
 	return nil
 }

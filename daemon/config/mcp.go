@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"path/filepath"
@@ -71,10 +72,32 @@ type MCPServer struct {
 	// manager's default). The caller sets it from MCPSettings; it is not
 	// part of the digest.
 	StartupTimeout time.Duration
+	// OAuth is the entry's "oauth" block (http and sse servers), nil when
+	// absent: tackle authorises with OAuth whenever a server asks for it.
+	OAuth *MCPOAuth
 }
 
-// Digest is a hex sha256 over Name, Type, Command, Args, Env, URL, Headers
-// and Dir: the key of a shared connection. A nil and an empty list or map
+// MCPOAuth is a server entry's "oauth" block: Claude Code's keys
+// (clientId, callbackPort, scopes) and tackle's (clientSecret,
+// clientMetadataUrl). Values expand ${VAR} like the rest of the entry.
+type MCPOAuth struct {
+	// ClientID is a client registered with the authorisation server
+	// beforehand; without it tackle uses ClientMetadataURL, then dynamic
+	// client registration.
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+	// CallbackPort fixes the loopback redirect URI's port
+	// (http://localhost:PORT/callback); 0 picks a free one.
+	CallbackPort int `json:"callbackPort,omitempty"`
+	// Scopes, space-separated, replace the discovered scopes.
+	Scopes string `json:"scopes,omitempty"`
+	// ClientMetadataURL is an https URL of a client ID metadata document
+	// that names tackle's redirect URIs.
+	ClientMetadataURL string `json:"clientMetadataUrl,omitempty"`
+}
+
+// Digest is a hex sha256 over Name, Type, Command, Args, Env, URL, Headers,
+// Dir and OAuth: the key of a shared connection. A nil and an empty list or map
 // digest the same.
 func (s *MCPServer) Digest() string {
 	nz := func(m map[string]string) map[string]string {
@@ -95,7 +118,8 @@ func (s *MCPServer) Digest() string {
 		URL                 string
 		Headers             map[string]string
 		Dir                 string
-	}{s.Name, s.Type, s.Command, args, nz(s.Env), s.URL, nz(s.Headers), s.Dir})
+		OAuth               *MCPOAuth `json:",omitempty"`
+	}{s.Name, s.Type, s.Command, args, nz(s.Env), s.URL, nz(s.Headers), s.Dir, s.OAuth})
 	if err != nil { // strings only: cannot happen
 		panic(err)
 	}
@@ -550,10 +574,16 @@ func parseMCPEntry(name string, raw json.RawMessage, env map[string]string) (*MC
 		return nil, fmt.Errorf(`unknown type %q: want "stdio", "http" (alias "streamable-http") or "sse"`, typ)
 	}
 	s.Type = typ
-	for _, k := range []string{"headersHelper", "oauth"} {
-		if _, ok := m[k]; ok {
-			s.Warnings = append(s.Warnings, fmt.Sprintf("%q is not supported yet (ignored)", k))
+	if _, ok := m["headersHelper"]; ok {
+		s.Warnings = append(s.Warnings, `"headersHelper" is not supported yet (ignored)`)
+	}
+	if b, ok := m["oauth"]; ok && string(b) != "null" {
+		o, warnings, oerr := parseOAuth(b)
+		if oerr != nil {
+			return nil, oerr
 		}
+		s.OAuth = o
+		s.Warnings = append(s.Warnings, warnings...)
 	}
 
 	x := expander{env: env}
@@ -592,9 +622,74 @@ func parseMCPEntry(name string, raw json.RawMessage, env map[string]string) (*MC
 		for k, v := range s.Headers {
 			s.Headers[k] = x.expand(v)
 		}
+		if o := s.OAuth; o != nil {
+			o.ClientID, o.ClientSecret = x.expand(o.ClientID), x.expand(o.ClientSecret)
+			o.Scopes, o.ClientMetadataURL = x.expand(o.Scopes), x.expand(o.ClientMetadataURL)
+		}
+	}
+	if s.OAuth != nil && typ == "stdio" {
+		s.Warnings = append(s.Warnings, `"oauth" is ignored for a stdio server`)
+		s.OAuth = nil
 	}
 	s.Warnings = append(s.Warnings, x.warnings...)
 	return s, nil
+}
+
+// parseOAuth reads an "oauth" block: unknown keys are warnings, wrong
+// types errors.
+func parseOAuth(b json.RawMessage) (*MCPOAuth, []string, error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil {
+		return nil, nil, fmt.Errorf(`"oauth" must be an object, found %s`, jsonKind(b))
+	}
+	o := &MCPOAuth{}
+	var warnings []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v := m[k]
+		if string(v) == "null" {
+			continue
+		}
+		var dst *string
+		switch k {
+		case "clientId":
+			dst = &o.ClientID
+		case "clientSecret":
+			dst = &o.ClientSecret
+		case "scopes":
+			dst = &o.Scopes
+		case "clientMetadataUrl":
+			dst = &o.ClientMetadataURL
+		case "callbackPort":
+			var port float64
+			if json.Unmarshal(v, &port) != nil || port != math.Trunc(port) || port < 1 || port > 65535 {
+				return nil, nil, fmt.Errorf(`"oauth.callbackPort" must be a port number (1-65535), found %s`, v)
+			}
+			o.CallbackPort = int(port)
+			continue
+		case "authServerMetadataUrl":
+			warnings = append(warnings, `"oauth.authServerMetadataUrl" is not supported yet: tackle discovers the authorization server from the server's metadata (ignored)`)
+			continue
+		default:
+			warnings = append(warnings, fmt.Sprintf("unknown key %q in \"oauth\" (ignored)", k))
+			continue
+		}
+		if json.Unmarshal(v, dst) != nil {
+			return nil, nil, fmt.Errorf(`"oauth.%s" must be a string, found %s`, k, jsonKind(v))
+		}
+	}
+	if o.Scopes != "" && strings.TrimSpace(o.Scopes) == "" {
+		return nil, nil, fmt.Errorf(`"oauth.scopes" is blank: give space-separated scopes or leave it out`)
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		return nil, nil, fmt.Errorf(`"oauth.clientSecret" needs "oauth.clientId"`)
+	}
+	if u := o.ClientMetadataURL; u != "" && !strings.Contains(u, "${") {
+		pu, err := url.Parse(u)
+		if err != nil || pu.Scheme != "https" || pu.Host == "" || pu.Path == "" || pu.Path == "/" {
+			return nil, nil, fmt.Errorf(`"oauth.clientMetadataUrl" %q must be an https URL with a path`, u)
+		}
+	}
+	return o, warnings, nil
 }
 
 // varRef matches ${NAME} and ${NAME:-default}.

@@ -256,11 +256,53 @@ func TestMCPTypesAndFields(t *testing.T) {
 	if a := m["a"]; a.Type != "http" || a.Timeout != 1500*time.Millisecond || !a.AlwaysLoad {
 		t.Errorf("a = %+v", a)
 	}
-	if b := m["b"]; b.Type != "stdio" || len(b.Warnings) != 2 || !strings.Contains(strings.Join(b.Warnings, "|"), `"oauth" is not supported yet`) {
+	if b := m["b"]; b.Type != "stdio" || len(b.Warnings) != 2 || !strings.Contains(strings.Join(b.Warnings, "|"), `"oauth" is ignored for a stdio server`) {
 		t.Errorf("b = %+v", b)
 	}
 	if c := m["c"]; c.Type != "stdio" || c.Args != nil || c.Timeout != 0 {
 		t.Errorf("c = %+v", c)
+	}
+}
+
+// Claude Code's "oauth" keys (and tackle's) are read, ${VAR}s expanded,
+// wrong values refused with the key named, unknown keys warned about.
+func TestMCPOAuthBlock(t *testing.T) {
+	e := newEnv(t)
+	write(t, e.path(ScopeUser, true), mcpFile(
+		`"gh":{"type":"http","url":"https://api.example/mcp","oauth":{"clientId":"Iv1.abc","clientSecret":"${GH_SECRET}","callbackPort":8931,"scopes":"repo read:org","authServerMetadataUrl":"https://x/y","colour":1}}`,
+		`"cimd":{"type":"http","url":"https://b.example/mcp","oauth":{"clientMetadataUrl":"https://tackle.example/client.json"}}`,
+		`"badport":{"type":"http","url":"https://c.example/mcp","oauth":{"callbackPort":70000}}`,
+		`"badcimd":{"type":"http","url":"https://d.example/mcp","oauth":{"clientMetadataUrl":"http://tackle.example/client.json"}}`,
+		`"secretonly":{"type":"http","url":"https://e.example/mcp","oauth":{"clientSecret":"s"}}`,
+		`"notobject":{"type":"http","url":"https://f.example/mcp","oauth":"yes"}`))
+	got, problems := e.l.MCPServers(e.project, []string{"GH_SECRET=s3cret"}, nil, true)
+	m := byName(got)
+	gh := m["gh"]
+	if gh.OAuth == nil || *gh.OAuth != (MCPOAuth{ClientID: "Iv1.abc", ClientSecret: "s3cret", CallbackPort: 8931, Scopes: "repo read:org"}) {
+		t.Errorf("gh.OAuth = %+v", gh.OAuth)
+	}
+	if w := strings.Join(gh.Warnings, "|"); !strings.Contains(w, "authServerMetadataUrl") || !strings.Contains(w, `unknown key "colour"`) {
+		t.Errorf("gh warnings %q", w)
+	}
+	if c := m["cimd"]; c.OAuth == nil || c.OAuth.ClientMetadataURL != "https://tackle.example/client.json" {
+		t.Errorf("cimd = %+v", c.OAuth)
+	}
+	if cimd := m["cimd"]; gh.Digest() == cimd.Digest() {
+		t.Error("digests clash")
+	}
+	want := map[string]string{
+		"badport":    "callbackPort",
+		"badcimd":    "must be an https URL",
+		"secretonly": `needs "oauth.clientId"`,
+		"notobject":  `"oauth" must be an object`,
+	}
+	for _, p := range problems {
+		if w, ok := want[p.Server]; ok && strings.Contains(p.Message, w) {
+			delete(want, p.Server)
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("missing problems %v in %v", want, problems)
 	}
 }
 

@@ -78,6 +78,9 @@ const (
 	// SubagentUpdated: a sub-agent of the session started, called a tool or
 	// ended (Subagent; CallID is its Agent call).
 	SubagentUpdated Type = "subagent_updated"
+	// MCPAuthRequired: an MCP server of the session waits for a person to
+	// authorise tackle in a browser, or that flow ended (MCPAuth).
+	MCPAuthRequired Type = "mcp_auth_required"
 )
 
 // Call states, in pipeline order. The final states are the Status values of a Result.
@@ -139,6 +142,17 @@ type Event struct {
 	Message json.RawMessage `json:"message,omitempty"`
 	// Retry is set for ModelRetry.
 	Retry *Retry `json:"retry,omitempty"`
+	// MCPAuth is set for MCPAuthRequired.
+	MCPAuth *MCPAuth `json:"mcp_auth,omitempty"`
+}
+
+// MCPAuth is a step of an MCP server's OAuth flow.
+type MCPAuth struct {
+	Server string `json:"server"`
+	// State is "required" (URL is to be opened), "authorized" or "failed".
+	State string `json:"state"`
+	URL   string `json:"url,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // Prompt is one prompt of a session.

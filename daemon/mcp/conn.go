@@ -19,7 +19,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/mcp/oauth"
 )
 
 // State is where a server's connection stands.
@@ -71,6 +73,10 @@ type Status struct {
 	LogPath     string   // stderr and notes of a stdio server
 	Digest      string
 	ServerInfo  string // "name version" from initialize
+	// AuthURL is the OAuth authorisation URL while a flow waits for a
+	// person; Authorized says a token is held (OAuth servers only).
+	AuthURL    string
+	Authorized bool
 }
 
 // ServerError is a call that failed because the server died or the
@@ -152,6 +158,10 @@ type Conn struct {
 	progress        map[string]map[int]func(*mcpsdk.ProgressNotificationParams)
 	progressSeq     int
 	started, closed bool
+
+	auth     auth.OAuthHandler // the http transport's, nil when none
+	oauth    *oauth.Handler    // the server's own OAuth handler (Options.Auth)
+	authStop func()            // stops watching oauth
 }
 
 func newConn(m *Manager, srv config.MCPServer) *Conn {
@@ -186,6 +196,16 @@ func newConn(m *Manager, srv config.MCPServer) *Conn {
 		c.logPath = filepath.Join(m.opts.LogDir, logName(srv.Name)+"-"+c.digest[:12]+".log")
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if c.transport() == "http" {
+		switch {
+		case m.opts.Auth != nil:
+			c.oauth = m.opts.Auth.Handler(srv)
+			c.auth = c.oauth
+			c.authStop = c.oauth.Watch(c.onAuth)
+		case m.opts.OAuthHandler != nil:
+			c.auth = m.opts.OAuthHandler
+		}
+	}
 	c.client = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tackle", Version: Version}, c.clientOptions())
 	if m.opts.Client == nil || (m.opts.Client.CreateMessageHandler == nil && m.opts.Client.CreateMessageWithToolsHandler == nil) {
 		c.client.AddReceivingMiddleware(c.declineSampling)
@@ -240,6 +260,10 @@ func (c *Conn) Status() Status {
 	}
 	if c.gen != nil && c.gen.proc != nil {
 		st.PID = c.gen.proc.pid
+	}
+	if c.oauth != nil {
+		st.AuthURL = c.oauth.Pending()
+		st.Authorized = c.oauth.Authorized()
 	}
 	for s := range c.sessions {
 		st.Sessions = append(st.Sessions, s)
@@ -427,6 +451,27 @@ func (c *Conn) setState(st State, err string) {
 	}
 }
 
+// onAuth follows the server's OAuth flow: while it waits for a person a
+// connecting server is needs-auth (calls fail at once, saying what to
+// do); the steps go to the manager's OnAuth.
+func (c *Conn) onAuth(ev oauth.Event) {
+	c.mu.Lock()
+	st := c.state
+	c.mu.Unlock()
+	switch ev.State {
+	case oauth.Required:
+		if st == Connecting || st == Pending || st == NeedsAuth {
+			c.setState(NeedsAuth, fmt.Sprintf("waiting for authorisation in a browser: open %s (or run `tackle mcp login %s`)", ev.URL, c.cfg.Name))
+		}
+	case oauth.Authorized:
+		if st == NeedsAuth {
+			c.setState(Connecting, "")
+		}
+	}
+	c.m.notifyAuth(c.cfg.Name, ev)
+	c.m.notify(c.cfg.Name)
+}
+
 // requestReconnect wakes the supervisor; reset gives a failed server a new
 // restart budget.
 func (c *Conn) requestReconnect(reset bool) {
@@ -468,6 +513,9 @@ func (c *Conn) close() {
 		return
 	}
 	c.cancel()
+	if c.authStop != nil {
+		c.authStop()
+	}
 	if started {
 		<-c.done
 	} else {
@@ -710,8 +758,11 @@ func (c *Conn) closeGen(g *generation) {
 // initialize, list tools, resources and prompts.
 func (c *Conn) connect() (*generation, error) {
 	timeout := c.startupTimeout()
-	ctx, cancel := context.WithTimeout(c.ctx, timeout)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(c.ctx)
+	defer cancel(nil)
+	clock := newStartupClock(timeout, func() { cancel(context.DeadlineExceeded) })
+	defer clock.stop()
+	ctx = oauth.WithPause(ctx, clock.pause)
 	g := newGeneration()
 	var t mcpsdk.Transport
 	switch c.transport() {
@@ -727,7 +778,7 @@ func (c *Conn) connect() (*generation, error) {
 		g.proc = p
 		t = &mcpsdk.IOTransport{Reader: newLineFilter(p.stdout, c.junk), Writer: p.stdin}
 	case "http":
-		t = &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: c.httpClient(g), OAuthHandler: c.m.opts.OAuthHandler}
+		t = &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: c.httpClient(g), OAuthHandler: c.auth}
 	case "sse":
 		t = &sseTransport{inner: &mcpsdk.SSEClientTransport{Endpoint: c.cfg.URL, HTTPClient: c.httpClient(g)}, g: g}
 	default:
@@ -765,11 +816,14 @@ func (c *Conn) connect() (*generation, error) {
 		}
 		g.close(stopGrace)
 		if ae := g.authErr(); ae != nil {
+			if c.oauth != nil {
+				ae.Cause = c.oauth.LastError()
+			}
 			return nil, ae
 		}
 		switch {
 		case c.ctx.Err() != nil:
-		case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
 			err = fmt.Errorf("did not finish initialize within %s", timeout)
 		case g.proc != nil && g.proc.exitStatus(time.Second) != "":
 			err = fmt.Errorf("server process exited during startup (%s): %w", g.proc.status, err)
@@ -793,6 +847,47 @@ func (c *Conn) connect() (*generation, error) {
 	return g, nil
 }
 
+// startupClock is a connection attempt's startup timeout, which does not
+// run while an OAuth flow waits for a person.
+type startupClock struct {
+	mu      sync.Mutex
+	t       *time.Timer
+	left    time.Duration
+	started time.Time
+	paused  int
+}
+
+func newStartupClock(d time.Duration, fire func()) *startupClock {
+	return &startupClock{t: time.AfterFunc(d, fire), left: d, started: time.Now()}
+}
+
+func (k *startupClock) pause() (resume func()) {
+	k.mu.Lock()
+	if k.paused == 0 && k.t.Stop() {
+		k.left -= time.Since(k.started)
+	}
+	k.paused++
+	k.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			k.mu.Lock()
+			defer k.mu.Unlock()
+			if k.paused--; k.paused == 0 && k.left > 0 {
+				k.started = time.Now()
+				k.t.Reset(k.left)
+			}
+		})
+	}
+}
+
+func (k *startupClock) stop() {
+	k.mu.Lock()
+	k.left = 0
+	k.t.Stop()
+	k.mu.Unlock()
+}
+
 // httpClient is the configured (or a plain) HTTP client with the server's
 // headers and fault recording for generation g.
 func (c *Conn) httpClient(g *generation) *http.Client {
@@ -804,7 +899,7 @@ func (c *Conn) httpClient(g *generation) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &httpTransport{base: base, headers: c.cfg.Headers, g: g, server: c.cfg.Name, oauth: c.m.opts.OAuthHandler != nil && c.transport() == "http"}
+	hc.Transport = &httpTransport{base: base, headers: c.cfg.Headers, g: g, server: c.cfg.Name, oauth: c.auth != nil}
 	return &hc
 }
 

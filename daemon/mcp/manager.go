@@ -14,6 +14,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/mcp/oauth"
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
@@ -36,8 +37,15 @@ type Options struct {
 	Client *mcpsdk.ClientOptions
 	// HTTPClient is used for http and sse servers (default: a plain one).
 	HTTPClient *http.Client
-	// OAuthHandler authorises Streamable HTTP requests (optional).
+	// OAuthHandler authorises every Streamable HTTP server's requests
+	// (optional; Auth wins).
 	OAuthHandler auth.OAuthHandler
+	// Auth authorises each Streamable HTTP server with its own OAuth
+	// handler (optional): a 401 starts the server's flow.
+	Auth *oauth.Broker
+	// OnAuth is called at every step of a server's OAuth flow (the URL a
+	// person must open, the outcome), from background goroutines.
+	OnAuth func(server string, ev oauth.Event)
 	// Backoff is the first delay before restarting a crashed stdio server;
 	// it doubles for each of the 5 tries (default 1 s).
 	Backoff time.Duration
@@ -139,6 +147,12 @@ func New(opts *Options) *Manager {
 func (m *Manager) notify(server string) {
 	if m.opts.OnChange != nil {
 		m.opts.OnChange(server)
+	}
+}
+
+func (m *Manager) notifyAuth(server string, ev oauth.Event) {
+	if m.opts.OnAuth != nil {
+		m.opts.OnAuth(server, ev)
 	}
 }
 

@@ -259,7 +259,7 @@ func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
-		ae := &AuthError{Server: t.server, Status: resp.Status, Challenge: resp.Header.Get("WWW-Authenticate")}
+		ae := &AuthError{Server: t.server, Status: resp.Status, Challenge: resp.Header.Get("WWW-Authenticate"), OAuth: t.oauth}
 		if t.oauth {
 			// The go-sdk authorises and retries: only a call that still
 			// fails (Do) or a failed connect counts it.
@@ -305,10 +305,21 @@ type AuthError struct {
 	Server    string
 	Status    string // "401 Unauthorized"
 	Challenge string // the WWW-Authenticate header, if any
+	// OAuth says tackle authorises this server by OAuth; Cause is why
+	// the last flow ended without a token ("" when none ran).
+	OAuth bool
+	Cause string
 }
 
 func (e *AuthError) Error() string {
-	return fmt.Sprintf("MCP server %q answered %s: it needs authentication (OAuth is not supported yet: add an "+
+	if e.OAuth {
+		msg := fmt.Sprintf("MCP server %q answered %s: it needs authorisation", e.Server, e.Status)
+		if e.Cause != "" {
+			msg += " (" + e.Cause + ")"
+		}
+		return msg + fmt.Sprintf(": run `tackle mcp login %s`", e.Server)
+	}
+	return fmt.Sprintf("MCP server %q answered %s: it needs authentication (tackle's OAuth works with \"http\" servers, not this one: add an "+
 		"Authorization header under \"headers\" in its configuration, then run `tackle mcp reconnect %s`)", e.Server, e.Status, e.Server)
 }
 

@@ -234,6 +234,11 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		Shells:             shellsToProto(a.srv.shellsOf(sess.ID())),
 		Trust:              a.srv.trustInfo(sess.Root()),
 	}
+	if a.srv.opts.MCPAuth != nil {
+		for _, f := range a.srv.opts.MCPAuth.PendingAuth(sess) {
+			snap.McpAuth = append(snap.McpAuth, mcpAuthToProto(&f))
+		}
+	}
 	if a.srv.opts.Agent != nil {
 		running, partial, queued := a.srv.opts.Agent.Snapshot(sess.ID())
 		snap.Prompt, snap.PartialText = promptToProto(running), partial

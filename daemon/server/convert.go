@@ -187,6 +187,7 @@ func eventToProto(e *event.Event) *tacklev1.Event {
 		Delta:      deltaToProto(e.Delta),
 		Retry:      retryToProto(e.Retry),
 		Subagent:   subagentToProto(e.Subagent),
+		McpAuth:    mcpAuthToProto(e.MCPAuth),
 	}
 	if len(e.Message) > 0 {
 		out.MessageJson = string(e.Message)

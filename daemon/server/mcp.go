@@ -43,6 +43,10 @@ type MCPServer struct {
 	Sessions, Warnings, ToolNames                        []string
 	Since                                                time.Time
 	LogPath, ServerInfo                                  string
+	// AuthURL is set while an OAuth flow waits for a person; Authorized
+	// says a token is held.
+	AuthURL    string
+	Authorized bool
 }
 
 // MCPProblem is a broken MCP file or entry.
@@ -97,7 +101,7 @@ func mcpServerToProto(m MCPServer) *tacklev1.McpServer {
 		Name: m.Name, Scope: m.Scope, Source: m.Source, Transport: m.Transport, Target: m.Target,
 		State: m.State, Error: m.Error, Pid: int32(m.PID), Tools: int32(m.Tools), Resources: int32(m.Resources),
 		Prompts: int32(m.Prompts), Sessions: m.Sessions, Restarts: int32(m.Restarts), LogPath: m.LogPath,
-		ServerInfo: m.ServerInfo, Warnings: m.Warnings, ToolNames: m.ToolNames,
+		ServerInfo: m.ServerInfo, Warnings: m.Warnings, ToolNames: m.ToolNames, AuthUrl: m.AuthURL, Authorized: m.Authorized,
 	}
 	if !m.Since.IsZero() {
 		out.Since = timestamppb.New(m.Since)

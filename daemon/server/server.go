@@ -105,6 +105,9 @@ type Options struct {
 	Subagents Subagents
 	// Sandbox serves SandboxService (nil: not served).
 	Sandbox Sandbox
+	// MCPAuth serves McpAuthService and the snapshots' pending flows
+	// (nil: not served).
+	MCPAuth MCPAuth
 	// HookList serves HookService (nil: not served).
 	HookList HookLister
 }
@@ -193,6 +196,9 @@ func New(opts *Options) (*Server, error) {
 	}
 	if s.opts.Subagents != nil {
 		tacklev1.RegisterSubagentServiceServer(s.grpc, &subagentService{s: s})
+	}
+	if s.opts.MCPAuth != nil {
+		tacklev1.RegisterMcpAuthServiceServer(s.grpc, &mcpAuthService{s: s})
 	}
 	if s.opts.Sandbox != nil {
 		tacklev1.RegisterSandboxServiceServer(s.grpc, &sandboxService{s: s})
