@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
@@ -77,6 +78,11 @@ type Status struct {
 	// person; Authorized says a token is held (OAuth servers only).
 	AuthURL    string
 	Authorized bool
+	// RetryAt is when an unreachable remote server is tried again (zero
+	// when no retry is scheduled); Attempts counts the failed tries since
+	// it last worked.
+	RetryAt  time.Time
+	Attempts int
 }
 
 // ServerError is a call that failed because the server died or the
@@ -138,7 +144,7 @@ type Conn struct {
 	roots   []string   // announced to the client, sorted
 
 	logMu   sync.Mutex
-	logFile *os.File
+	logFile *rotatingLog
 
 	mu              sync.Mutex // guards the fields below
 	state           State
@@ -158,6 +164,8 @@ type Conn struct {
 	progress        map[string]map[int]func(*mcpsdk.ProgressNotificationParams)
 	progressSeq     int
 	started, closed bool
+	retryAt         time.Time
+	attempts        int
 
 	auth     auth.OAuthHandler // the http transport's, nil when none
 	oauth    *oauth.Handler    // the server's own OAuth handler (Options.Auth)
@@ -257,6 +265,7 @@ func (c *Conn) Status() Status {
 		State: c.state, Error: c.lastErr, Since: c.since, ConnectedAt: c.connectedAt,
 		Tools: len(c.tools), Resources: len(c.resources) + len(c.templates), Prompts: len(c.prompts),
 		Restarts: c.restarts, LogPath: c.logPath, Digest: c.digest, ServerInfo: c.serverInfo,
+		RetryAt: c.retryAt, Attempts: c.attempts,
 	}
 	if c.gen != nil && c.gen.proc != nil {
 		st.PID = c.gen.proc.pid
@@ -315,9 +324,39 @@ func (c *Conn) Do(ctx context.Context, fn func(ctx context.Context, cs *mcpsdk.C
 		return err
 	}
 	rec := &callRecord{}
-	err = fn(context.WithValue(ctx, callKey{}, rec), g.cs)
+	callCtx := context.WithValue(ctx, callKey{}, rec)
+	if g.proc == nil {
+		// A remote connection that breaks under the call fails it soon
+		// after (the SDK would go on trying to resume its stream).
+		var cancel context.CancelCauseFunc
+		callCtx, cancel = context.WithCancelCause(callCtx)
+		defer cancel(nil)
+		grace := c.m.opts.LostCallGrace
+		go func() {
+			select {
+			case <-g.broken:
+			case <-callCtx.Done():
+				return
+			}
+			t := time.NewTimer(grace)
+			defer t.Stop()
+			select {
+			case <-t.C:
+				cancel(errConnLost)
+			case <-callCtx.Done():
+			}
+		}()
+	}
+	err = fn(callCtx, g.cs)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(context.Cause(callCtx), errConnLost) && ctx.Err() == nil {
+		if be := g.brokenErr(); be != nil {
+			err = fmt.Errorf("%w (%v)", errConnLost, be)
+		} else {
+			err = errConnLost
+		}
 	}
 	fault, auth := rec.get()
 	if auth != nil {
@@ -349,6 +388,9 @@ func (c *Conn) Do(ctx context.Context, fn func(ctx context.Context, cs *mcpsdk.C
 	}
 	return se
 }
+
+// errConnLost ends a call whose remote connection broke under it.
+var errConnLost = errors.New("the connection to the server was lost")
 
 // acquire waits for a live generation.
 func (c *Conn) acquire(ctx context.Context) (*generation, error) {
@@ -565,6 +607,7 @@ func (c *Conn) run() {
 			c.mu.Lock()
 			c.gen = g
 			c.connectedAt = up
+			c.attempts, c.retryAt = 0, time.Time{}
 			c.mu.Unlock()
 			c.setState(Connected, "")
 			var reset bool
@@ -634,6 +677,15 @@ func (c *Conn) run() {
 		var ae *AuthError
 		if errors.As(err, &ae) {
 			c.setState(NeedsAuth, ae.Error())
+		} else if c.transport() != "stdio" {
+			// A remote server comes back by itself: try again, for as
+			// long as the daemon runs.
+			if !c.retryRemote(err) {
+				c.finish()
+				return
+			}
+			crashed = false
+			continue
 		} else if crashed && tries < maxRestarts {
 			if !c.backoff(&tries, err) {
 				c.finish()
@@ -698,6 +750,38 @@ func (c *Conn) backoff(tries *int, cause error) bool {
 		return false
 	}
 	return true
+}
+
+// retryRemote waits before the next attempt to reach a remote server:
+// Backoff doubling per failed attempt up to MaxBackoff, ±20% jitter, in
+// state Failed with a message saying when. A call or Reconnect wakes it
+// early. It returns false when the Conn closes.
+func (c *Conn) retryRemote(cause error) bool {
+	c.mu.Lock()
+	c.attempts++
+	n := c.attempts
+	d := c.m.opts.Backoff
+	for i := 1; i < n && d < c.m.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.m.opts.MaxBackoff)
+	d += time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
+	c.retryAt = time.Now().Add(d)
+	c.mu.Unlock()
+	c.setState(Failed, fmt.Sprintf("%v; retrying in %s (attempt %d)", cause, roundDelay(d), n))
+	ok := c.waitWake(d)
+	c.mu.Lock()
+	c.retryAt = time.Time{}
+	c.mu.Unlock()
+	return ok
+}
+
+// roundDelay shows a delay to the second (to the millisecond below one).
+func roundDelay(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
 
 // retryWord names what a retry is: a restart of a process, a reconnect
@@ -1095,17 +1179,20 @@ func (c *Conn) declineSampling(next mcpsdk.MethodHandler) mcpsdk.MethodHandler {
 }
 
 // openLog opens (once) the per-server log; nil without a LogDir.
-func (c *Conn) openLog() *os.File {
+func (c *Conn) openLog() io.Writer {
 	c.logMu.Lock()
 	defer c.logMu.Unlock()
-	if c.logFile != nil || c.logPath == "" {
+	if c.logFile != nil {
 		return c.logFile
+	}
+	if c.logPath == "" {
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(c.logPath), 0o700); err != nil {
 		c.log.Warn("making log directory", "error", err)
 		return nil
 	}
-	f, err := os.OpenFile(c.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	f, err := openRotatingLog(c.logPath, c.m.opts.LogCap)
 	if err != nil {
 		c.log.Warn("opening server log", "path", c.logPath, "error", err)
 		return nil

@@ -692,3 +692,113 @@ func TestHTTPUnauthorizedNeedsAuth(t *testing.T) {
 	}
 	h.m.Release("s1")
 }
+
+// An http server that is down when tackle connects is tried again with a
+// growing delay, without any call asking, and comes back by itself.
+func TestHTTPServerDownAtStartIsRetried(t *testing.T) {
+	port := freePort(t)
+	h := newHarness(t, &Options{Backoff: 40 * time.Millisecond, MaxBackoff: 300 * time.Millisecond})
+	srv := config.MCPServer{Name: "late", Type: "http", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	h.m.Use("s1", []config.MCPServer{srv}, nil)
+	c, _ := h.m.Conn("s1", "late")
+	var st Status
+	h.wait("three failed attempts", func() bool {
+		st = c.Status()
+		return st.State == Failed && st.Attempts >= 3
+	})
+	if !strings.Contains(st.Error, "retrying in") || !strings.Contains(st.Error, "(attempt ") || st.RetryAt.IsZero() {
+		t.Fatalf("status while down: %+v", st)
+	}
+	if d := time.Until(st.RetryAt); d > 400*time.Millisecond {
+		t.Errorf("next retry in %s, beyond MaxBackoff with jitter", d)
+	}
+	startHTTPPeer(t, "streamableHttp", port)
+	st = h.waitState(c, Connected)
+	if st.Attempts != 0 || !st.RetryAt.IsZero() || st.Tools == 0 {
+		t.Errorf("status once back: %+v", st)
+	}
+	if out, err := callTool(testCtx(t), c, "echo", map[string]any{"message": "back"}); err != nil || !strings.Contains(out, "back") {
+		t.Fatalf("echo = %q, %v", out, err)
+	}
+}
+
+// A call in flight to an http server that dies fails soon after the
+// connection error (LostCallGrace), not after the SDK's resume attempts.
+func TestHTTPCallFailsWhenServerDies(t *testing.T) {
+	port := freePort(t)
+	peer := startHTTPPeer(t, "streamableHttp", port)
+	h := newHarness(t, &Options{Backoff: 50 * time.Millisecond, LostCallGrace: 200 * time.Millisecond})
+	srv := config.MCPServer{Name: "web", Type: "http", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}
+	h.m.Use("s1", []config.MCPServer{srv}, nil)
+	c, _ := h.m.Conn("s1", "web")
+	h.waitState(c, Connected)
+	ctx := testCtx(t)
+	started := make(chan struct{}, 1)
+	stop := c.WatchProgress("slow", func(*mcpsdk.ProgressNotificationParams) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+	})
+	defer stop()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- c.Do(ctx, func(ctx context.Context, cs *mcpsdk.ClientSession) error {
+			p := &mcpsdk.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 120, "steps": 1200}}
+			p.SetProgressToken("slow")
+			_, err := cs.CallTool(ctx, p)
+			return err
+		})
+	}()
+	select {
+	case <-started:
+	case <-ctx.Done():
+		t.Fatal("no progress from the slow tool")
+	}
+	peer.stop()
+	select {
+	case err := <-errc:
+		var se *ServerError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "lost") {
+			t.Fatalf("Do = %v (%T), want a ServerError saying the connection was lost", err, err)
+		}
+		t.Logf("the call failed: %v", err)
+	case <-time.After(15 * time.Second):
+		// The SDK's own resume attempts take about 17 s; LostCallGrace
+		// is 200 ms here.
+		t.Fatal("the call did not fail within 15 s of the server's death")
+	}
+}
+
+// A chatty server's stderr log is rotated at the cap: two files at most,
+// the server unaffected.
+func TestServerLogRotates(t *testing.T) {
+	h := newHarness(t, &Options{LogCap: 64 << 10})
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	// 300 KB on stderr before the server starts, in 1 KB lines.
+	srv := config.MCPServer{Name: "chatty", Scope: "user", Source: "test", Type: "stdio", Command: "bash",
+		Args: []string{"-c", `for i in $(seq 300); do printf '%01023d\n' 0 >&2; done; exec "$0" stdio`, bin}}
+	h.m.Use("s1", []config.MCPServer{srv}, nil)
+	c, _ := h.m.Conn("s1", "chatty")
+	st := h.waitState(c, Connected)
+	if out, err := callTool(testCtx(t), c, "echo", map[string]any{"message": "still here"}); err != nil || !strings.Contains(out, "still here") {
+		t.Fatalf("echo = %q, %v", out, err)
+	}
+	cur, err := os.Stat(st.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := os.Stat(st.LogPath + ".1")
+	if err != nil {
+		t.Fatalf("no rotated log: %v", err)
+	}
+	if cur.Size() > 64<<10 || old.Size() > 64<<10 || old.Size() < 32<<10 {
+		t.Errorf("sizes: %d and %d (.1), cap %d", cur.Size(), old.Size(), 64<<10)
+	}
+	if _, err := os.Stat(st.LogPath + ".2"); err == nil {
+		t.Error("a third log file")
+	}
+	if old.Mode().Perm() != 0o600 || cur.Mode().Perm() != 0o600 {
+		t.Errorf("modes %v %v", old.Mode(), cur.Mode())
+	}
+}

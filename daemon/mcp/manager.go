@@ -23,6 +23,9 @@ type Options struct {
 	// LogDir holds per-server stderr logs, LogDir/<name>-<digest[:12]>.log;
 	// "" keeps no logs.
 	LogDir string
+	// LogCap is the size at which a log is rotated to <log>.1 (default
+	// DefaultLogCap, 10 MB).
+	LogCap int64
 	// Logger receives the manager's and the go-sdk's logs (default: none).
 	Logger hclog.Logger
 	// StartupTimeout bounds start + initialize + first listing (default 30 s).
@@ -47,8 +50,16 @@ type Options struct {
 	// person must open, the outcome), from background goroutines.
 	OnAuth func(server string, ev oauth.Event)
 	// Backoff is the first delay before restarting a crashed stdio server;
-	// it doubles for each of the 5 tries (default 1 s).
+	// it doubles for each of the 5 tries (default 1 s). An http or sse
+	// server that cannot be reached is retried for the life of the daemon
+	// from the same delay, doubling up to MaxBackoff, jittered.
 	Backoff time.Duration
+	// MaxBackoff caps the delay between reconnects to a remote server
+	// (default 5 minutes).
+	MaxBackoff time.Duration
+	// LostCallGrace is how long a call in flight to a remote server may
+	// still finish after its connection broke (default 2 s).
+	LostCallGrace time.Duration
 }
 
 // closeBound bounds how long Close and Release wait for servers to stop.
@@ -130,6 +141,15 @@ func New(opts *Options) *Manager {
 	}
 	if o.Backoff <= 0 {
 		o.Backoff = time.Second
+	}
+	if o.LogCap <= 0 {
+		o.LogCap = DefaultLogCap
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 5 * time.Minute
+	}
+	if o.LostCallGrace <= 0 {
+		o.LostCallGrace = 2 * time.Second
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()

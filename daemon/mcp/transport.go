@@ -34,9 +34,9 @@ type process struct {
 }
 
 // startProcess starts srv's command with stdin and stdout as pipes and
-// stderr appended to logFile. The process leads its own process group so
+// stderr copied to logFile (nil: discarded). The process leads its own process group so
 // that kill reaches the servers it spawns (npx → node).
-func startProcess(srv *config.MCPServer, logFile *os.File) (*process, error) {
+func startProcess(srv *config.MCPServer, logFile io.Writer) (*process, error) {
 	if srv.Command == "" {
 		return nil, errors.New("no command configured")
 	}
@@ -63,16 +63,33 @@ func startProcess(srv *config.MCPServer, logFile *os.File) (*process, error) {
 		return nil, fmt.Errorf("making stdout pipe: %w", err)
 	}
 	cmd.Stdin, cmd.Stdout = inR, outW
+	var errR, errW *os.File
 	if logFile != nil {
-		cmd.Stderr = logFile
+		if errR, errW, err = os.Pipe(); err != nil {
+			inR.Close()
+			inW.Close()
+			outR.Close()
+			outW.Close()
+			return nil, fmt.Errorf("making stderr pipe: %w", err)
+		}
+		cmd.Stderr = errW
 	}
 	err = cmd.Start()
 	inR.Close()
 	outW.Close()
+	if errW != nil {
+		errW.Close()
+	}
 	if err != nil {
 		inW.Close()
 		outR.Close()
+		if errR != nil {
+			errR.Close()
+		}
 		return nil, fmt.Errorf("starting %q: %w", srv.Command, err)
+	}
+	if errR != nil {
+		go copyLog(logFile, errR)
 	}
 	p := &process{cmd: cmd, pid: cmd.Process.Pid, exited: make(chan struct{}), stdin: inW, stdout: outR}
 	go func() {
