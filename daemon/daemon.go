@@ -62,6 +62,9 @@ type Options struct {
 	PermissionTimeout time.Duration
 	// Version and BuildID are reported to clients.
 	Version, BuildID string
+	// PreviousExit says how the daemon before this one ended, when it did
+	// not stop cleanly (reported by Status).
+	PreviousExit string
 	// Logger receives the daemon's logs (default: none).
 	Logger hclog.Logger
 	// AllowedUID is the only peer uid served; 0 or -1 means the daemon's own uid.
@@ -248,6 +251,7 @@ func New(opts *Options) (*Daemon, error) {
 		Broker:          d.broker,
 		Version:         o.Version,
 		BuildID:         o.BuildID,
+		PreviousExit:    o.PreviousExit,
 		Socket:          o.Socket,
 		AllowedUID:      o.AllowedUID,
 		ShutdownTimeout: o.ShutdownTimeout,

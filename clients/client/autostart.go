@@ -113,11 +113,13 @@ func autostart(ctx context.Context, o *Options) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("%w: %v", ErrStartFailed, err)
 	}
-	cmd := exec.Command(exe, "--socket", o.Socket)
+	// Its stderr is its log file, so that a crash trace is kept.
+	cmd := exec.Command(exe, "--socket", o.Socket, "--stderr-to-log")
 	cmd.Env = o.Env
 	cmd.Dir = "/"
-	// Stdin, Stdout and Stderr stay nil: the null device. The daemon writes
-	// its own log; a new session detaches it from our terminal and signals.
+	// Stdin, Stdout and Stderr stay nil: the null device (the daemon puts
+	// its log file on fd 2); a new session detaches it from our terminal
+	// and signals.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return false, fmt.Errorf("%w: running %s: %v", ErrStartFailed, exe, err)

@@ -52,6 +52,9 @@ type Options struct {
 	Broker *permission.Broker
 	// Version and BuildID are reported by Welcome and Status.
 	Version, BuildID string
+	// PreviousExit is how the previous daemon ended when it did not stop
+	// cleanly (Status).
+	PreviousExit string
 	// Socket is the path reported by Status.
 	Socket string
 	// AllowedUID is the only peer uid served; 0 or less means the daemon's own uid.

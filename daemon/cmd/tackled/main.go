@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
@@ -55,6 +56,8 @@ func run(args []string, stderr io.Writer) int {
 	logLevel := fl.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	showVersion := fl.Bool("version", false, "print the version and build id, then exit")
 	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile to this file until the daemon stops (for measuring)")
+	memProfile := fl.String("memprofile", "", "write a heap profile (after a GC) to this file when the daemon stops (for measuring)")
+	stderrLog := fl.Bool("stderr-to-log", false, "make tackled.log the process's stderr, so a crash trace is kept (clients set it when they start the daemon)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -91,6 +94,20 @@ func run(args []string, stderr io.Writer) int {
 			f.Close()
 		}()
 	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.OpenFile(*memProfile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+			if err != nil {
+				fmt.Fprintf(stderr, "tackled: writing the heap profile: %v\n", err)
+				return
+			}
+			defer f.Close()
+			runtime.GC()
+			if err := pprof.WriteHeapProfile(f); err != nil {
+				fmt.Fprintf(stderr, "tackled: writing the heap profile: %v\n", err)
+			}
+		}()
+	}
 	if *permTimeout <= 0 {
 		fmt.Fprintln(stderr, "tackled: --permission-timeout must be a positive number of seconds")
 		return 2
@@ -125,11 +142,17 @@ func run(args []string, stderr io.Writer) int {
 		Output:     logFile,
 		JSONFormat: true,
 	})
-	log.RegisterSink(hclog.NewSinkAdapter(&hclog.LoggerOptions{
-		Name:   "tackled",
-		Level:  level,
-		Output: stderr,
-	}))
+	if *stderrLog {
+		if err := stderrToLog(logFile); err != nil {
+			log.Warn("cannot make the log the process's stderr: a crash trace would be lost", "error", err)
+		}
+	} else {
+		log.RegisterSink(hclog.NewSinkAdapter(&hclog.LoggerOptions{
+			Name:   "tackled",
+			Level:  level,
+			Output: stderr,
+		}))
+	}
 	for _, c := range tightened {
 		c.Log(log)
 	}
@@ -148,6 +171,19 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 
+	// Holding the socket, this is the one daemon of the state directory: a
+	// run record left behind is the previous daemon's, which did not stop
+	// cleanly.
+	logPath := filepath.Join(*stateDir, "tackled.log")
+	prev := previousExit(*stateDir, logPath)
+	if prev != "" {
+		log.Warn(prev)
+	}
+	clearRun, err := writeRunMarker(*stateDir, logFile)
+	if err != nil {
+		log.Warn("cannot record the daemon as running", "error", err)
+	}
+
 	d, err := daemon.New(&daemon.Options{
 		Socket:            sock,
 		StateDir:          *stateDir,
@@ -157,12 +193,15 @@ func run(args []string, stderr io.Writer) int {
 		Version:           Version,
 		BuildID:           buildID,
 		Logger:            log,
+		PreviousExit:      prev,
 	})
 	if err != nil {
 		ln.Close()
 		log.Error("cannot start", "error", err)
+		clearRun()
 		return 1
 	}
+	defer clearRun()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
