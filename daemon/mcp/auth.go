@@ -54,10 +54,17 @@ func (m *Manager) Login(ctx context.Context, sessionID, name string, force bool,
 	changed := c.changed
 	c.mu.Unlock()
 	sent := ""
-	if u := c.oauth.Pending(); u != "" && !force {
+	c.mu.Lock()
+	st := c.state
+	c.mu.Unlock()
+	switch u := c.oauth.Pending(); {
+	case u != "" && !force:
 		onURL(u)
 		sent = u
-	} else {
+	case (st == Connecting || st == Pending) && !force:
+		// An attempt is under way: its 401 starts the flow (a reconnect
+		// now would make another attempt after it).
+	default:
 		c.requestReconnect(true)
 		// The state before the reconnect says nothing: wait for a change.
 		select {

@@ -171,6 +171,7 @@ type Handler struct {
 	inner    *auth.AuthorizationCodeHandler
 	innerFor string // the redirect URL and settings inner was made for
 	pending  string // the URL of the flow waiting for a browser
+	answered *flow  // the flow whose browser came back, until its outcome is known
 	watchers map[int]func(Event)
 	watchSeq int
 	lastErr  string
@@ -281,7 +282,16 @@ func (h *Handler) TokenSource(context.Context) (oauth2.TokenSource, error) {
 // arrived since the request was sent (another request's flow) is used
 // instead of a new flow.
 func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
-	h.flowMu.Lock()
+	if !h.flowMu.TryLock() {
+		// Another request's flow waits for a person: this one (a
+		// notification, a second call) fails now rather than hang behind
+		// it; the flow's outcome serves the next request.
+		resp.Body.Close()
+		if u := h.Pending(); u != "" {
+			return fmt.Errorf("MCP server %q waits for authorisation in a browser: open %s (or run `tackle mcp login %s`)", h.name, u, h.name)
+		}
+		h.flowMu.Lock() // a flow that is not waiting for a person: it ends soon
+	}
 	defer h.flowMu.Unlock()
 	if resp.StatusCode == http.StatusUnauthorized {
 		if tok := h.current(); tok != "" && req.Header.Get("Authorization") != "Bearer "+tok {
@@ -295,7 +305,9 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 		h.fail(err)
 		return err
 	}
-	if err := inner.Authorize(ctx, req, resp); err != nil {
+	err = inner.Authorize(ctx, req, resp)
+	h.tellBrowser(err)
+	if err != nil {
 		if resp.StatusCode == http.StatusForbidden && !strings.Contains(resp.Header.Get("WWW-Authenticate"), "insufficient_scope") {
 			return err // not an OAuth matter: the SDK retries once and fails
 		}
@@ -321,6 +333,18 @@ func (h *Handler) fail(err error) {
 	h.mu.Unlock()
 	h.b.log.Warn("authorisation failed", "server", h.name, "error", err)
 	h.emit(Event{State: Failed, Error: err.Error()})
+}
+
+// tellBrowser gives the outcome of the flow whose browser step came back
+// to the page the browser waits for.
+func (h *Handler) tellBrowser(err error) {
+	h.mu.Lock()
+	f := h.answered
+	h.answered = nil
+	h.mu.Unlock()
+	if f != nil {
+		f.result <- err
+	}
 }
 
 // current is the access token held now ("" when none or unusable).
@@ -419,7 +443,7 @@ func (h *Handler) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*aut
 	if state == "" {
 		return nil, errors.New("the authorization URL carries no state")
 	}
-	f := &flow{server: h.name, done: make(chan callback, 1)}
+	f := &flow{server: h.name, done: make(chan callback, 1), result: make(chan error, 1)}
 	if err := h.b.addFlow(state, f); err != nil {
 		return nil, err
 	}
@@ -441,8 +465,12 @@ func (h *Handler) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*aut
 	select {
 	case cb := <-f.done:
 		if cb.err != "" {
+			f.result <- errors.New(cb.err)
 			return nil, fmt.Errorf("the authorization server refused: %s", cb.err)
 		}
+		h.mu.Lock()
+		h.answered = f
+		h.mu.Unlock()
 		return &auth.AuthorizationResult{Code: cb.code, State: cb.state, Iss: cb.iss}, nil
 	case <-ctx.Done():
 		return nil, fmt.Errorf("the authorisation was abandoned: %w", ctx.Err())
@@ -456,6 +484,7 @@ type flow struct {
 	server string
 	once   sync.Once
 	done   chan callback
+	result chan error // the flow's outcome once the browser came back
 }
 
 type callback struct {
@@ -568,7 +597,19 @@ func (b *Broker) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.deliver(callback{code: q.Get("code"), state: state, iss: q.Get("iss")})
-	page(w, "tackle is authorised", "MCP server <b>"+html.EscapeString(f.server)+"</b>: you can close this window.")
+	// The page says what came of it: the code is exchanged for a token first.
+	select {
+	case err := <-f.result:
+		if err != nil {
+			w.WriteHeader(http.StatusBadGateway)
+			page(w, "Authorisation failed", "MCP server <b>"+html.EscapeString(f.server)+"</b>: "+html.EscapeString(err.Error()))
+			return
+		}
+		page(w, "tackle is authorised", "MCP server <b>"+html.EscapeString(f.server)+"</b>: you can close this window.")
+	case <-time.After(30 * time.Second):
+		page(w, "Authorisation sent to tackle", "MCP server <b>"+html.EscapeString(f.server)+"</b>: tackle is still finishing it; <code>tackle mcp list</code> shows the outcome.")
+	case <-r.Context().Done():
+	}
 }
 
 func page(w http.ResponseWriter, title, body string) {

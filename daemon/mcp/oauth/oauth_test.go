@@ -26,6 +26,7 @@ func waitFlow(t *testing.T, h *Handler, authURL string) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		res, err := h.fetch(context.Background(), &auth.AuthorizationArgs{URL: authURL})
+		h.tellBrowser(err) // as Authorize does once the code is exchanged
 		if err == nil && (res.Code != "the-code" || res.State != "s1" || res.Iss != "https://as.example") {
 			err = fmt.Errorf("result %+v", res)
 		}
@@ -155,8 +156,16 @@ func TestTokenFileAndRefresh(t *testing.T) {
 	h := b.Handler(srv)
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, b.o.HTTPClient)
 	cfg := &oauth2.Config{ClientID: "c1", Endpoint: oauth2.Endpoint{TokenURL: as.URL + "/token", AuthStyle: oauth2.AuthStyleInParams}}
-	// Expires within refreshEarly: handed out once, refreshed at the next use.
-	ts, err := h.newTokenSource(ctx, cfg, &oauth2.Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(refreshEarly / 2)})
+	// A 10 s token is used, not refreshed at once (half its life is left).
+	short, err := h.newTokenSource(ctx, cfg, &oauth2.Token{AccessToken: "s1", RefreshToken: "r1", Expiry: time.Now().Add(10 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok, err := short.Token(); err != nil || tok.AccessToken != "s1" || refreshes != 0 {
+		t.Fatalf("short token: %+v %v, %d refreshes", tok, err, refreshes)
+	}
+	// Expired: refreshed at its next use (after the restart below).
+	ts, err := h.newTokenSource(ctx, cfg, &oauth2.Token{AccessToken: "a1", RefreshToken: "r1", Expiry: time.Now().Add(-time.Second)})
 	if err != nil {
 		t.Fatal(err)
 	}

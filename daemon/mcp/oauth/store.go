@@ -100,13 +100,38 @@ func save(path string, s *stored) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// tokenSource hands out a server's token, refreshes it refreshEarly
-// before it expires and writes every new token to the server's file.
+// tokenSource hands out a server's token and refreshes it before it
+// expires: a minute before, or at half its life when that is shorter (a
+// token of a few seconds is not refreshed at every request), writing every
+// new token to the server's file.
 type tokenSource struct {
-	reuse oauth2.TokenSource
+	r *refresher
+
+	mu    sync.Mutex
+	tok   *oauth2.Token
+	early time.Duration
 }
 
-func (t *tokenSource) Token() (*oauth2.Token, error) { return t.reuse.Token() }
+func earlyFor(tok *oauth2.Token) time.Duration {
+	if tok.Expiry.IsZero() {
+		return 0
+	}
+	return min(refreshEarly, time.Until(tok.Expiry)/2)
+}
+
+func (t *tokenSource) Token() (*oauth2.Token, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tok != nil && (t.tok.Expiry.IsZero() || time.Until(t.tok.Expiry) > t.early) {
+		return t.tok, nil
+	}
+	tok, err := t.r.Token()
+	if err != nil {
+		return nil, err
+	}
+	t.tok, t.early = tok, earlyFor(tok)
+	return tok, nil
+}
 
 // newTokenSource makes the token source of a stored token: refreshes go
 // to the stored token endpoint with the stored client, through the
@@ -119,10 +144,15 @@ func newTokenSource(ctx context.Context, path string, s *stored, persist func(er
 		Scopes:       s.Scopes,
 	}
 	r := &refresher{ctx: ctx, cfg: cfg, path: path, rec: *s, persist: persist}
-	return &tokenSource{reuse: oauth2.ReuseTokenSourceWithExpiry(s.Token, r, refreshEarly)}
+	early := earlyFor(s.Token)
+	if !s.Saved.IsZero() && !s.Token.Expiry.IsZero() {
+		// Half the life it had when it was saved, not of what is left.
+		early = min(refreshEarly, s.Token.Expiry.Sub(s.Saved)/2)
+	}
+	return &tokenSource{r: r, tok: s.Token, early: early}
 }
 
-// refresher refreshes at every call (the reuse source in front decides
+// refresher refreshes at every call (the tokenSource in front decides
 // when): oauth2's own source would hand back its cached token until ten
 // seconds before expiry.
 type refresher struct {
