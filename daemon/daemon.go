@@ -157,21 +157,6 @@ func New(opts *Options) (*Daemon, error) {
 		return nil, fmt.Errorf("opening state: %w", err)
 	}
 	d.store = st
-	d.sessions = session.NewManager(st, &session.Options{
-		StateDir: o.StateDir, Logger: o.Logger.Named("session"), OnCwdChange: d.cwdChanged,
-		OnFileRecorded: func(s *session.Session, path string) {
-			if d.skills != nil {
-				d.skills.touched(s, path)
-			}
-		},
-	})
-	// A daemon that was killed left turns that never ended: end them now,
-	// before any client can see the sessions.
-	if n, err := d.sessions.Recover(context.Background()); err != nil {
-		d.log.Error("ending the turns a previous daemon left unfinished", "error", err)
-	} else if n > 0 {
-		d.log.Warn("ended turns a previous daemon left unfinished (it was killed)", "turns", n)
-	}
 	d.trust = config.NewTrust(o.ConfigHome)
 	d.loader = config.NewLoader(&config.Options{
 		Home:        o.Home,
@@ -180,6 +165,28 @@ func New(opts *Options) (*Daemon, error) {
 		Logger:      o.Logger.Named("config"),
 		Trust:       d.trust,
 	})
+	d.sessions = session.NewManager(st, &session.Options{
+		StateDir: o.StateDir, Logger: o.Logger.Named("session"), OnCwdChange: d.cwdChanged,
+		OnFileRecorded: func(s *session.Session, path string) {
+			if d.skills != nil {
+				d.skills.touched(s, path)
+			}
+		},
+		// A session's settings add working directories
+		// (permissions.additionalDirectories) and environment variables (env).
+		Settings: func(root string) *config.Settings {
+			st, _ := d.loader.Load(root)
+			return st
+		},
+		Home: o.Home,
+	})
+	// A daemon that was killed left turns that never ended: end them now,
+	// before any client can see the sessions.
+	if n, err := d.sessions.Recover(context.Background()); err != nil {
+		d.log.Error("ending the turns a previous daemon left unfinished", "error", err)
+	} else if n > 0 {
+		d.log.Warn("ended turns a previous daemon left unfinished (it was killed)", "turns", n)
+	}
 	d.registry = tool.NewRegistry()
 	if err := d.registry.Register(fs.Tools(nil)...); err != nil {
 		d.closeState()
@@ -282,10 +289,11 @@ func New(opts *Options) (*Daemon, error) {
 	return d, nil
 }
 
-// trustChanged applies a trust decision at once: the project's hooks (their
-// parsed configuration is otherwise re-read within a second) and its MCP
-// servers.
+// trustChanged applies a trust decision at once: what the project's
+// settings add to its sessions (directories, env), its hooks (their parsed
+// configuration is otherwise re-read within a second) and its MCP servers.
 func (d *Daemon) trustChanged() {
+	d.sessions.SettingsChanged()
 	d.hooks.Invalidate()
 	d.mcp.resync()
 }
@@ -346,6 +354,9 @@ func (d *Daemon) watchSettings(ctx context.Context) {
 			if !ok {
 				return
 			}
+			// The sessions first: a client that sees the change logged or
+			// reported finds them up to date.
+			d.sessions.SettingsChanged()
 			d.log.Info("settings changed", "path", path)
 			d.srv.CheckSettings()
 			d.configChanged(path)

@@ -95,8 +95,8 @@ func (l *subagents) types(sess *session.Session) *agentdef.Set {
 // managedAgentsDir holds the agent definitions an administrator installs.
 const managedAgentsDir = "/etc/tackle/agents"
 
-// envOf looks a variable up in the session's environment (its client's),
-// then the daemon's.
+// envOf looks a variable up in the session's environment (its client's
+// with its settings' env applied), then the daemon's.
 func envOf(sess *session.Session, key string) string {
 	for _, kv := range sess.Environ() {
 		if k, v, ok := strings.Cut(kv, "="); ok && k == key {
@@ -512,8 +512,10 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 		ParentSessionID: parent.ID(), ParentCallID: call.ID, RootSessionID: parent.RootSessionID(),
 		AgentType: p.def.Name, Description: in.Description, Depth: p.depth, Background: p.background,
 	}
-	dirs := parent.WorkingDirs()
-	extra := append([]string(nil), dirs[1:]...)
+	// The child has the parent's root, so its settings add the same
+	// directories and env: it starts from the parent's own directories and
+	// its client's environment, not from what the settings added to them.
+	extra := parent.AdditionalDirs()
 	current := parent.Cwd()
 	if wt != nil {
 		extra = append(extra, wt.path)
@@ -521,7 +523,7 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 	}
 	sess, _, err := l.d.sessions.Create(ctx, session.CreateOptions{
 		Cwd: parent.Root(), CurrentDir: current, AdditionalDirs: extra, PermissionMode: p.mode,
-		Env: parent.Environ(), MCPConfig: parent.MCPConfig(), Agent: link,
+		Env: parent.ClientEnviron(), MCPConfig: parent.MCPConfig(), Agent: link,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the sub-agent's session: %w", err)

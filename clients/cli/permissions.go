@@ -389,6 +389,9 @@ type explainJSON struct {
 	AlwaysRule string      `json:"always_rule"`
 	DecidedBy  string      `json:"decided_by"`
 	Chain      []stepJSON  `json:"chain"`
+	// WorkingDirectories are the session's working directories, where each
+	// comes from.
+	WorkingDirectories []workingDirJSON `json:"working_directories"`
 }
 
 // stepJSON is one step of a decision.
@@ -433,6 +436,10 @@ permission check is made, but no hook runs and no handler.`,
 				out := explainJSON{
 					Decision: resp.GetDecision(), Reason: resp.GetReason(), Rule: resp.GetRule(), Source: sourceToJSON(resp.GetSource()),
 					AlwaysRule: resp.GetAlwaysRule(), DecidedBy: resp.GetDecidedBy(), Chain: []stepJSON{},
+					WorkingDirectories: workingDirsToJSON(resp.GetWorkingDirectories()),
+				}
+				if out.WorkingDirectories == nil {
+					out.WorkingDirectories = []workingDirJSON{}
 				}
 				for _, s := range resp.GetChain() {
 					out.Chain = append(out.Chain, stepJSON{Stage: s.GetStage(), Outcome: s.GetOutcome(), Detail: s.GetDetail()})
@@ -449,6 +456,9 @@ permission check is made, but no hook runs and no handler.`,
 				}
 				for _, s := range out.Chain {
 					fmt.Fprintf(a.stdout, "  %-12s %-5s %s\n", s.Stage, s.Outcome, s.Detail)
+				}
+				for _, d := range out.WorkingDirectories {
+					fmt.Fprintf(a.stdout, "  working dir  %s (%s)\n", d.Path, d.describe())
 				}
 				return nil
 			})
@@ -475,7 +485,12 @@ lists what); its deny and ask rules apply either way.
 Even in a trusted project, permissions.defaultMode "bypassPermissions" from
 a project file needs your consent: --allow-bypass gives it for this
 directory ("skipDangerousModePermissionPrompt": true in your user settings
-gives it for every trusted project).`,
+gives it for every trusted project).
+
+A project you trusted in Claude Code's trust dialog (~/.claude.json) counts
+as trusted too, unless the user setting "trust": {"importClaude": false}
+says otherwise; trust --list shows who trusts each directory (tackle or
+claude).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
@@ -483,20 +498,32 @@ gives it for every trusted project).`,
 					if len(args) > 0 {
 						return usageError("--list takes no directory")
 					}
-					dirs, err := c.ListTrusted(ctx)
+					resp, err := c.Service().ListTrusted(ctx, &tacklev1.ListTrustedRequest{})
 					if err != nil {
-						return fmt.Errorf("listing trusted directories: %w", err)
+						return fmt.Errorf("listing trusted directories: %w", client.Err(err))
+					}
+					if e := resp.GetClaudeError(); e != "" {
+						fmt.Fprintf(a.stderr, "warning: %s\n", e)
 					}
 					if asJSON {
+						dirs := resp.GetDirs()
 						if dirs == nil {
 							dirs = []string{}
 						}
 						return a.printJSON(dirs)
 					}
-					for _, d := range dirs {
-						fmt.Fprintln(a.stdout, d)
+					entries := resp.GetEntries()
+					if len(entries) == 0 {
+						// A daemon of an older build sends dirs only.
+						for _, d := range resp.GetDirs() {
+							entries = append(entries, &tacklev1.TrustedDir{Dir: d, Source: trustSourceTackle})
+						}
 					}
-					return nil
+					tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+					for _, e := range entries {
+						fmt.Fprintf(tw, "%s\t%s\n", e.GetDir(), trustSourceText(e))
+					}
+					return tw.Flush()
 				}
 				dir, err := absDir(argOr(args, ""))
 				if err != nil {
@@ -519,7 +546,7 @@ gives it for every trusted project).`,
 			})
 		}),
 	}
-	cmd.Flags().BoolVar(&list, "list", false, "list the trusted directories")
+	cmd.Flags().BoolVar(&list, "list", false, "list the trusted directories and who trusts each")
 	cmd.Flags().BoolVar(&allowBypass, "allow-bypass", false, "also let the project's settings set permissions.defaultMode bypassPermissions")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "with --list: print a JSON array")
 	return cmd
@@ -541,6 +568,13 @@ func (a *app) untrustCommand() *cobra.Command {
 					return fmt.Errorf("untrusting %s: %w", dir, err)
 				}
 				switch {
+				case resp.GetStillTrustedSource() == trustSourceClaude:
+					what := "stays trusted"
+					if resp.GetRemoved() {
+						what = "is no longer in tackle's list but stays trusted"
+					}
+					fmt.Fprintf(a.stdout, "%s %s: Claude Code's trust dialog was accepted for %s (~/.claude.json), which tackle counts while the user setting trust.importClaude is on; "+
+						"set \"trust\": {\"importClaude\": false} in your user settings to stop counting it\n", resp.GetDir(), what, resp.GetStillTrustedBy())
 				case resp.GetStillTrustedBy() != "":
 					fmt.Fprintf(a.stdout, "%s stays trusted: its parent %s is trusted (tackle untrust %s)\n", resp.GetDir(), resp.GetStillTrustedBy(), resp.GetStillTrustedBy())
 				case resp.GetRemoved():
@@ -552,6 +586,26 @@ func (a *app) untrustCommand() *cobra.Command {
 			})
 		}),
 	}
+}
+
+// Who trusts a directory (TrustedDir.source, UntrustResponse.still_trusted_source).
+const (
+	trustSourceTackle = "tackle"
+	trustSourceClaude = "claude"
+)
+
+// trustSourceText says who trusts a directory, for trust --list.
+func trustSourceText(e *tacklev1.TrustedDir) string {
+	switch e.GetSource() {
+	case trustSourceClaude:
+		return "claude (Claude Code's trust dialog, ~/.claude.json; trust.importClaude)"
+	case trustSourceTackle:
+		if e.GetAllowBypass() {
+			return "tackle (may set bypassPermissions)"
+		}
+		return "tackle"
+	}
+	return e.GetSource()
 }
 
 // argOr returns args[0], or def when there is none.

@@ -243,6 +243,9 @@ func (a *app) printSession(s *tacklev1.Session, self *tacklev1.Subagent, childre
 	for _, d := range j.AdditionalDirectories {
 		fmt.Fprintf(w, "also        %s\n", d)
 	}
+	for _, d := range j.SettingsDirectories {
+		fmt.Fprintf(w, "also        %s (%s)\n", d.Path, d.describe())
+	}
 	fmt.Fprintf(w, "mode        %s\n", modeName(j.PermissionMode))
 	fmt.Fprintf(w, "events      %d\n", j.LastSeq)
 	fmt.Fprintf(w, "files read  %d\n", j.FilesRead)

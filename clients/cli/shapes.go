@@ -126,6 +126,50 @@ type sessionJSON struct {
 	FilesRead             uint32          `json:"files_read"`
 	// Agent is set for a sub-agent's session: its parent and type.
 	Agent *agentLinkJSON `json:"agent,omitempty"`
+	// SettingsDirectories are the working directories its settings add
+	// (permissions.additionalDirectories).
+	SettingsDirectories []workingDirJSON `json:"settings_directories,omitempty"`
+}
+
+// workingDirJSON is a working directory and where it comes from.
+type workingDirJSON struct {
+	Path string `json:"path"`
+	// Origin: root, session (--add-dir) or settings.
+	Origin string `json:"origin"`
+	// Source is the settings file that lists it, Scope that file's scope.
+	Source  string `json:"source,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	Missing bool   `json:"missing,omitempty"`
+}
+
+func workingDirsToJSON(in []*tacklev1.WorkingDirectory) []workingDirJSON {
+	var out []workingDirJSON
+	for _, d := range in {
+		out = append(out, workingDirJSON{Path: d.GetPath(), Origin: d.GetOrigin(), Source: d.GetSource(), Scope: d.GetScope(), Missing: d.GetMissing()})
+	}
+	return out
+}
+
+// describe says where a working directory comes from, for people.
+func (d workingDirJSON) describe() string {
+	var what string
+	switch d.Origin {
+	case "root":
+		what = "the session's directory"
+	case "session":
+		what = "given to the session (--add-dir)"
+	case "settings":
+		what = "permissions.additionalDirectories"
+		if d.Source != "" {
+			what += " in " + d.Source
+		}
+	default:
+		what = d.Origin
+	}
+	if d.Missing {
+		what += "; missing: not a working directory until it exists"
+	}
+	return what
 }
 
 // agentLinkJSON ties a sub-agent's session to the session and the Agent
@@ -214,6 +258,7 @@ func sessionToJSON(s *tacklev1.Session) *sessionJSON {
 		ID: s.GetId(), Cwd: s.GetCwd(), CurrentDir: s.GetCurrentDir(), AdditionalDirectories: dirs, PermissionMode: s.GetPermissionMode(),
 		Todos: rawJSON(s.GetTodosJson(), "[]"), CreatedAt: timeJSON(s.GetCreatedAt()), UpdatedAt: timeJSON(s.GetUpdatedAt()),
 		LastSeq: s.GetLastSeq(), FilesRead: s.GetFilesRead(), Agent: agentLinkToJSON(s.GetAgent()),
+		SettingsDirectories: workingDirsToJSON(s.GetSettingsDirectories()),
 	}
 }
 

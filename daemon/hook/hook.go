@@ -205,8 +205,9 @@ func (h *Hooks) selectHandlers(env tool.Env, idx int, value string, ev *ToolEven
 	return &selection{env: env, root: root, event: Events[idx], handlers: out}
 }
 
-// environ is the session's environment (the daemon's when the session has
-// none) plus TACKLE_PROJECT_DIR and CLAUDE_PROJECT_DIR.
+// environ is the session's environment (its client's with the settings'
+// env applied; the daemon's when the session has none) plus
+// TACKLE_PROJECT_DIR and CLAUDE_PROJECT_DIR.
 func environ(env tool.Env, root string) []string {
 	base := env.Environ()
 	if len(base) == 0 {

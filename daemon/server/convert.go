@@ -41,7 +41,19 @@ func sessionToProto(in session.Info) *tacklev1.Session {
 		LastSeq:               in.LastSeq,
 		FilesRead:             uint32(in.FilesRead),
 		Agent:                 agentLinkToProto(in.Agent),
+		SettingsDirectories:   workingDirsToProto(in.SettingsDirs),
 	}
+}
+
+func workingDirsToProto(in []session.WorkingDir) []*tacklev1.WorkingDirectory {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]*tacklev1.WorkingDirectory, 0, len(in))
+	for _, d := range in {
+		out = append(out, &tacklev1.WorkingDirectory{Path: d.Path, Origin: d.Origin, Source: d.Source, Scope: d.Scope, Missing: d.Missing})
+	}
+	return out
 }
 
 func callsToProto(in []event.CallInfo) []*tacklev1.ToolCall {

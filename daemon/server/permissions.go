@@ -244,6 +244,9 @@ func (s *Server) Explain(ctx context.Context, req *tacklev1.ExplainRequest) (*ta
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	// Read first: it brings the session's settings up to date for the
+	// explanation too.
+	dirs := sess.WorkingDirSources()
 	e, err := s.opts.Permissions.Explain(ctx, sess, req.GetTool(), json.RawMessage(in), req.GetPermissionMode())
 	if err != nil {
 		return nil, toStatus(err)
@@ -251,7 +254,8 @@ func (s *Server) Explain(ctx context.Context, req *tacklev1.ExplainRequest) (*ta
 	out := &tacklev1.ExplainResponse{
 		Decision: e.Decision, Reason: e.Reason, Rule: e.Rule, Source: ruleSourceToProto(e.Source),
 		AlwaysRule: e.AlwaysRule, DecidedBy: e.DecidedBy, SessionId: sess.ID(),
-		Chain: make([]*tacklev1.ExplainStep, 0, len(e.Chain)),
+		Chain:              make([]*tacklev1.ExplainStep, 0, len(e.Chain)),
+		WorkingDirectories: workingDirsToProto(dirs),
 	}
 	for _, st := range e.Chain {
 		out.Chain = append(out.Chain, &tacklev1.ExplainStep{Stage: st.Stage, Outcome: st.Outcome, Detail: st.Detail})
@@ -346,11 +350,15 @@ func (s *Server) Untrust(_ context.Context, req *tacklev1.UntrustRequest) (*tack
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.log.Info("directory untrusted", "dir", dir, "removed", removed, "still_trusted_by", by)
+	source := ""
+	if by != "" {
+		source = t.Source(dir)
+	}
+	s.log.Info("directory untrusted", "dir", dir, "removed", removed, "still_trusted_by", by, "source", source)
 	if s.opts.TrustChanged != nil && removed {
 		s.opts.TrustChanged()
 	}
-	return &tacklev1.UntrustResponse{Dir: dir, Removed: removed, StillTrustedBy: by}, nil
+	return &tacklev1.UntrustResponse{Dir: dir, Removed: removed, StillTrustedBy: by, StillTrustedSource: source}, nil
 }
 
 // ListTrusted implements TackleService.
@@ -359,9 +367,22 @@ func (s *Server) ListTrusted(context.Context, *tacklev1.ListTrustedRequest) (*ta
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	dirs, err := t.List()
+	out := &tacklev1.ListTrustedResponse{Dirs: []string{}}
+	entries, err := t.Entries()
 	if err != nil {
-		return nil, toStatus(err)
+		// tackle's own list still shows when Claude Code's file is broken.
+		dirs, lerr := t.List()
+		if lerr != nil {
+			return nil, toStatus(lerr)
+		}
+		out.ClaudeError = err.Error()
+		for _, d := range dirs {
+			entries = append(entries, config.TrustEntry{Dir: d, Source: config.TrustSourceTackle, AllowBypass: t.BypassAllowed(d)})
+		}
 	}
-	return &tacklev1.ListTrustedResponse{Dirs: dirs}, nil
+	for _, e := range entries {
+		out.Dirs = append(out.Dirs, e.Dir)
+		out.Entries = append(out.Entries, &tacklev1.TrustedDir{Dir: e.Dir, Source: e.Source, AllowBypass: e.AllowBypass})
+	}
+	return out, nil
 }

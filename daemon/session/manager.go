@@ -20,10 +20,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/store"
@@ -82,8 +84,13 @@ type Info struct {
 	// It never moves.
 	Cwd string
 	// CurrentDir is the current directory (Bash's cd moves it; tool.Env.Cwd).
-	CurrentDir     string
+	CurrentDir string
+	// AdditionalDirs are the session's own further working directories
+	// (CreateOptions.AdditionalDirs).
 	AdditionalDirs []string
+	// SettingsDirs are the directories its settings add
+	// (permissions.additionalDirectories), as they apply now; nil in List.
+	SettingsDirs   []WorkingDir
 	PermissionMode string
 	// Todos is the todo list as JSON, nil when never set.
 	Todos     json.RawMessage
@@ -93,7 +100,8 @@ type Info struct {
 	LastSeq uint64
 	// FilesRead counts the files with a recorded read-state.
 	FilesRead int
-	// Env is the environment of the client that created the session.
+	// Env is the environment of the client that created the session, as
+	// it gave it (without the settings' env; see Session.Environ).
 	Env []string
 	// DefaultForCwd is true for the default session of its directory.
 	DefaultForCwd bool
@@ -116,6 +124,20 @@ type Options struct {
 	// file it read, wrote or edited (nested skill discovery). It runs on the
 	// caller's goroutine and must be quick.
 	OnFileRecorded func(s *Session, path string)
+	// Settings, if set, returns the settings in force for a session's root
+	// directory (config.Loader.Load): their permissions.additionalDirectories
+	// join the session's working directories and their env applies over its
+	// environment. A session calls it at the first WorkingDirs or Environ
+	// of every turn, after Manager.SettingsChanged, at least every second,
+	// and at every Info and WorkingDirSources; it works the directories and
+	// variables out again only when the *config.Settings it returns changes
+	// (the loader returns the same one while no file changed). It must be
+	// safe for concurrent use.
+	Settings func(root string) *config.Settings
+	// Home is the home directory "~" means in additionalDirectories, to tell
+	// which settings file lists a directory (default: $HOME; the loader's
+	// Options.Home).
+	Home string
 }
 
 // Manager creates, loads and deletes sessions. It is safe for concurrent use.
@@ -125,6 +147,10 @@ type Manager struct {
 	st   *store.Store
 	opts Options
 	w    *writer // stores every session's log, batched
+
+	// settingsGen counts SettingsChanged calls: a session whose settings
+	// were read at an older one reads them again.
+	settingsGen atomic.Uint64
 
 	mu       sync.Mutex // guards the fields below; lock order: Manager.mu before Session.appendMu
 	sessions map[string]*Session
@@ -143,6 +169,9 @@ func NewManager(st *store.Store, opts *Options) *Manager {
 	}
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
+	}
+	if o.Home == "" {
+		o.Home, _ = os.UserHomeDir()
 	}
 	return &Manager{st: st, opts: o, w: newWriter(st, o.Logger), sessions: map[string]*Session{}}
 }

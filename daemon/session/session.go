@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/store"
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -37,6 +40,62 @@ type Session struct {
 
 	loadedMu sync.Mutex      // guards loaded
 	loaded   map[string]bool // deferred tools loaded; nil until read from the database
+
+	settingsMu sync.Mutex // guards fromSettings; never held together with mu
+	// fromSettings is what the settings seen last add (nil until asked):
+	// replaced, never modified, so a caller may keep reading one.
+	fromSettings *fromSettings
+	// turns counts the turns and prompts started (TurnStarted and
+	// PromptStarted appended): the settings are read again at every turn.
+	turns atomic.Uint64
+}
+
+// settingsRecheck bounds how long a session uses the settings it read
+// last without asking Options.Settings again, outside turns and with no
+// SettingsChanged: for the changes nobody reports (another process
+// editing the trust file, Claude Code its ~/.claude.json).
+const settingsRecheck = time.Second
+
+// fromSettings is what one version of a session's settings adds to it,
+// and when it was read.
+type fromSettings struct {
+	st *config.Settings
+	// dirs are the settings' additional directories (OriginSettings), in
+	// order, the missing ones included.
+	dirs    []WorkingDir
+	missing bool // some of dirs is missing: looked at again at every read
+	// env is the session's environment with the settings' env applied; nil
+	// when they set no variable (the client's environment applies as is).
+	env []string
+
+	gen, turns uint64    // Manager.settingsGen and Session.turns when read
+	at         time.Time // when read
+}
+
+// Origins of a working directory (WorkingDir.Origin).
+const (
+	// OriginRoot is the session's root directory.
+	OriginRoot = "root"
+	// OriginSession is a directory given when the session was created
+	// (--add-dir, a sub-agent's worktree).
+	OriginSession = "session"
+	// OriginSettings is a directory of permissions.additionalDirectories
+	// in a settings file.
+	OriginSettings = "settings"
+)
+
+// WorkingDir is one working directory of a session and where it comes from.
+type WorkingDir struct {
+	Path string
+	// Origin is OriginRoot, OriginSession or OriginSettings.
+	Origin string
+	// Source is the settings file that lists the directory, Scope its
+	// scope (config.ScopeUser, …); both "" unless Origin is OriginSettings
+	// (and Source "" when the file cannot be told).
+	Source, Scope string
+	// Missing is set for a settings directory that is not an existing
+	// directory: it is no working directory until it is one.
+	Missing bool
 }
 
 var (
@@ -55,9 +114,15 @@ func (s *Session) Info() Info {
 	s.appendMu.Lock()
 	last := s.lastSeq
 	s.appendMu.Unlock()
+	fs := s.settingsNow(true)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	i := infoFromRow(s.row)
+	for _, d := range workingDirs(s.row, fs) {
+		if d.Origin == OriginSettings {
+			i.SettingsDirs = append(i.SettingsDirs, d)
+		}
+	}
 	i.AdditionalDirs = append([]string(nil), i.AdditionalDirs...)
 	i.Env = append([]string(nil), i.Env...)
 	i.Todos = append(json.RawMessage(nil), i.Todos...)
@@ -81,6 +146,9 @@ func (s *Session) Bus() *event.Bus { return s.bus }
 // numbers are gapless: a failed store leaves the number unused. Safe for
 // concurrent use. Events handed out must not be modified.
 func (s *Session) Append(e *event.Event) (*event.Event, error) {
+	if e.Type == event.TurnStarted || e.Type == event.PromptStarted {
+		s.turns.Add(1) // the settings are read again at every turn
+	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	if s.deleted {
@@ -202,26 +270,193 @@ func currentDir(r store.SessionRow) string {
 	return r.Cwd
 }
 
-// WorkingDirs returns the root directory followed by the additional
-// directories (tool.Env). The current directory does not change them.
+// WorkingDirs returns the root directory, then the session's own
+// additional directories, then those its settings add (existing ones, in
+// order, each once) (tool.Env). The current directory does not change
+// them. The settings are read once a turn (an edited file applies to the
+// next turn, as permission rules do), at once after SettingsChanged, and
+// at least every second.
 func (s *Session) WorkingDirs() []string {
+	fs := s.settingsNow(false)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]string, 0, 1+len(s.row.AdditionalDirs))
+	n := 1 + len(s.row.AdditionalDirs)
+	if fs != nil {
+		n += len(fs.dirs)
+	}
+	out := make([]string, 0, n)
 	out = append(out, s.row.Cwd)
 	for _, d := range s.row.AdditionalDirs {
-		if d != s.row.Cwd {
+		if !slices.Contains(out, d) {
 			out = append(out, d)
+		}
+	}
+	if fs != nil {
+		for _, d := range fs.dirs {
+			if !d.Missing && !slices.Contains(out, d.Path) {
+				out = append(out, d.Path)
+			}
 		}
 	}
 	return out
 }
 
-// Environ returns the environment of the client that created the session (tool.Env).
+// WorkingDirSources returns every working directory with where it comes
+// from, in WorkingDirs' order, the settings' directories that are missing
+// included (Missing set). It reads the settings now (and so brings
+// WorkingDirs and Environ up to date too).
+func (s *Session) WorkingDirSources() []WorkingDir {
+	fs := s.settingsNow(true)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return workingDirs(s.row, fs)
+}
+
+func workingDirs(r store.SessionRow, fs *fromSettings) []WorkingDir {
+	out := []WorkingDir{{Path: r.Cwd, Origin: OriginRoot}}
+	seen := map[string]bool{r.Cwd: true}
+	for _, d := range r.AdditionalDirs {
+		if !seen[d] {
+			seen[d] = true
+			out = append(out, WorkingDir{Path: d, Origin: OriginSession})
+		}
+	}
+	if fs != nil {
+		for _, d := range fs.dirs {
+			if !seen[d.Path] {
+				seen[d.Path] = true
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// AdditionalDirs returns the session's own additional directories
+// (CreateOptions.AdditionalDirs), not its settings'.
+func (s *Session) AdditionalDirs() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return append([]string(nil), s.row.AdditionalDirs...)
+}
+
+// Environ returns the session's environment (tool.Env): the one of the
+// client that created the session with the env of its settings applied
+// on top (a variable the settings set replaces the client's). A session
+// whose client gave no environment gets the daemon's under the settings'
+// variables (as its commands would without them); with no settings
+// variable either it is empty. The settings are read as for WorkingDirs.
+// The slice is the caller's.
 func (s *Session) Environ() []string {
+	if fs := s.settingsNow(false); fs != nil && fs.env != nil {
+		return append([]string(nil), fs.env...)
+	}
+	return s.ClientEnviron()
+}
+
+// ClientEnviron returns the environment of the client that created the
+// session, as it gave it: without the settings' env. A sub-agent's
+// session starts from it (its own settings apply again).
+func (s *Session) ClientEnviron() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return append([]string(nil), s.row.Env...)
+}
+
+// SettingsChanged makes every session read its settings again at its
+// next WorkingDirs or Environ: a settings file or the workspace trust
+// changed. Safe for concurrent use.
+func (m *Manager) SettingsChanged() { m.settingsGen.Add(1) }
+
+// settingsNow returns what the settings in force add to the session (nil
+// without Options.Settings). It asks Options.Settings when force is set,
+// at the first call of a turn, after SettingsChanged and when its last
+// read is settingsRecheck old (Load stats every settings file: too dear
+// for every call), and works the directories and environment out again
+// only when the settings changed or a directory listed was missing.
+func (s *Session) settingsNow(force bool) *fromSettings {
+	f := s.m.opts.Settings
+	if f == nil {
+		return nil
+	}
+	gen, turns := s.m.settingsGen.Load(), s.turns.Load()
+	s.settingsMu.Lock()
+	cur := s.fromSettings
+	s.settingsMu.Unlock()
+	if !force && cur != nil && cur.gen == gen && cur.turns == turns && time.Since(cur.at) < settingsRecheck {
+		return cur
+	}
+	s.mu.RLock()
+	root, clientEnv := s.row.Cwd, s.row.Env // row.Env never changes
+	s.mu.RUnlock()
+	st := f(root)
+	if st == nil {
+		return nil
+	}
+	next := &fromSettings{st: st, gen: gen, turns: turns, at: time.Now()}
+	if cur != nil && cur.st == st && !cur.missing {
+		next.dirs, next.env = cur.dirs, cur.env
+	} else {
+		next.dirs = settingsDirs(st, root, s.m.opts.Home)
+		if len(st.Env()) > 0 {
+			base := clientEnv
+			if len(base) == 0 {
+				base = os.Environ()
+			}
+			next.env = st.Environ(base)
+		}
+	}
+	for _, d := range next.dirs {
+		next.missing = next.missing || d.Missing
+	}
+	s.settingsMu.Lock()
+	defer s.settingsMu.Unlock()
+	if old := s.fromSettings; old != nil && old != cur && old.at.After(next.at) {
+		return old // a later read got there first
+	}
+	s.fromSettings = next
+	return next
+}
+
+// settingsDirs are the additional directories of st for a session rooted
+// at root, with the file each comes from (the first, lowest precedence,
+// that lists it).
+func settingsDirs(st *config.Settings, root, home string) []WorkingDir {
+	paths := st.AdditionalDirectories(root)
+	if len(paths) == 0 {
+		return nil
+	}
+	from := map[string]config.Source{}
+	for _, ly := range st.Layers {
+		raw, ok := ly.Raw["permissions"]
+		if !ok {
+			continue
+		}
+		var p struct {
+			AdditionalDirectories []string `json:"additionalDirectories"`
+		}
+		if json.Unmarshal(raw, &p) != nil {
+			continue
+		}
+		for _, d := range p.AdditionalDirectories {
+			if abs := config.AdditionalDirectory(d, ly.Source, root, home); abs != "" {
+				if _, ok := from[abs]; !ok {
+					from[abs] = ly.Source
+				}
+			}
+		}
+	}
+	out := make([]WorkingDir, 0, len(paths))
+	for _, p := range paths {
+		src := from[p]
+		out = append(out, WorkingDir{Path: p, Origin: OriginSettings, Source: src.Path, Scope: src.Scope, Missing: !isDir(p)})
+	}
+	return out
+}
+
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
 }
 
 // MCPConfig returns the session's own MCP configuration files (--mcp-config).

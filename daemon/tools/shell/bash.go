@@ -290,8 +290,9 @@ func (s *Shells) command(env tool.Env, script, dir string, environ []string, san
 	return s.opts.Sandbox.Wrap(env, dir, argv, environ, writable)
 }
 
-// shellEnv is the environment a command runs with: the session's (the
-// daemon's if the session has none), with PWD set to dir.
+// shellEnv is the environment a command runs with: the session's (its
+// client's with the settings' env applied; the daemon's if the session has
+// none), with PWD set to dir.
 func shellEnv(env tool.Env, dir string) []string {
 	e := env.Environ()
 	if len(e) == 0 {

@@ -1184,9 +1184,14 @@ type Session struct {
 	// when the current directory changed (and cwd too, for older clients).
 	CurrentDir string `protobuf:"bytes,10,opt,name=current_dir,json=currentDir,proto3" json:"current_dir,omitempty"`
 	// agent is set for a sub-agent's session: its parent and type.
-	Agent         *AgentLink `protobuf:"bytes,11,opt,name=agent,proto3" json:"agent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Agent *AgentLink `protobuf:"bytes,11,opt,name=agent,proto3" json:"agent,omitempty"`
+	// settings_directories are the working directories the session's
+	// settings add (permissions.additionalDirectories), after cwd and
+	// additional_directories, as they apply now; the missing ones too
+	// (missing set). Empty in ListSessions.
+	SettingsDirectories []*WorkingDirectory `protobuf:"bytes,12,rep,name=settings_directories,json=settingsDirectories,proto3" json:"settings_directories,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -1296,6 +1301,98 @@ func (x *Session) GetAgent() *AgentLink {
 	return nil
 }
 
+func (x *Session) GetSettingsDirectories() []*WorkingDirectory {
+	if x != nil {
+		return x.SettingsDirectories
+	}
+	return nil
+}
+
+// WorkingDirectory is one working directory of a session and where it
+// comes from.
+type WorkingDirectory struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// origin: root (the session's directory), session (given when the
+	// session was created: --add-dir, a sub-agent's worktree) or settings
+	// (permissions.additionalDirectories).
+	Origin string `protobuf:"bytes,2,opt,name=origin,proto3" json:"origin,omitempty"`
+	// source is the settings file that lists the directory and scope its
+	// scope (user, project, local, managed); set for origin settings.
+	Source string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	Scope  string `protobuf:"bytes,4,opt,name=scope,proto3" json:"scope,omitempty"`
+	// missing: the directory does not exist (or is not a directory); it is
+	// no working directory until it does.
+	Missing       bool `protobuf:"varint,5,opt,name=missing,proto3" json:"missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkingDirectory) Reset() {
+	*x = WorkingDirectory{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkingDirectory) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkingDirectory) ProtoMessage() {}
+
+func (x *WorkingDirectory) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkingDirectory.ProtoReflect.Descriptor instead.
+func (*WorkingDirectory) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WorkingDirectory) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *WorkingDirectory) GetOrigin() string {
+	if x != nil {
+		return x.Origin
+	}
+	return ""
+}
+
+func (x *WorkingDirectory) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *WorkingDirectory) GetScope() string {
+	if x != nil {
+		return x.Scope
+	}
+	return ""
+}
+
+func (x *WorkingDirectory) GetMissing() bool {
+	if x != nil {
+		return x.Missing
+	}
+	return false
+}
+
 // Snapshot is the state of a session when a client subscribes.
 type Snapshot struct {
 	state              protoimpl.MessageState `protogen:"open.v1"`
@@ -1323,7 +1420,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1335,7 +1432,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1348,7 +1445,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{13}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Snapshot) GetSession() *Session {
@@ -1433,7 +1530,7 @@ type TrustInfo struct {
 
 func (x *TrustInfo) Reset() {
 	*x = TrustInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1445,7 +1542,7 @@ func (x *TrustInfo) String() string {
 func (*TrustInfo) ProtoMessage() {}
 
 func (x *TrustInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1458,7 +1555,7 @@ func (x *TrustInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustInfo.ProtoReflect.Descriptor instead.
 func (*TrustInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TrustInfo) GetDir() string {
@@ -1512,7 +1609,7 @@ type BackgroundShell struct {
 
 func (x *BackgroundShell) Reset() {
 	*x = BackgroundShell{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1524,7 +1621,7 @@ func (x *BackgroundShell) String() string {
 func (*BackgroundShell) ProtoMessage() {}
 
 func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1537,7 +1634,7 @@ func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackgroundShell.ProtoReflect.Descriptor instead.
 func (*BackgroundShell) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *BackgroundShell) GetId() string {
@@ -1609,7 +1706,7 @@ type RunningCall struct {
 
 func (x *RunningCall) Reset() {
 	*x = RunningCall{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1718,7 @@ func (x *RunningCall) String() string {
 func (*RunningCall) ProtoMessage() {}
 
 func (x *RunningCall) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1731,7 @@ func (x *RunningCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunningCall.ProtoReflect.Descriptor instead.
 func (*RunningCall) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RunningCall) GetTurnId() string {
@@ -1681,7 +1778,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1693,7 +1790,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1706,7 +1803,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ContentBlock) GetType() string {
@@ -1764,7 +1861,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +1873,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +1886,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ToolResult) GetId() string {
@@ -1876,7 +1973,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1888,7 +1985,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1901,7 +1998,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -1996,7 +2093,7 @@ type AgentRef struct {
 
 func (x *AgentRef) Reset() {
 	*x = AgentRef{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2008,7 +2105,7 @@ func (x *AgentRef) String() string {
 func (*AgentRef) ProtoMessage() {}
 
 func (x *AgentRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2021,7 +2118,7 @@ func (x *AgentRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentRef.ProtoReflect.Descriptor instead.
 func (*AgentRef) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *AgentRef) GetId() string {
@@ -2072,7 +2169,7 @@ type AgentLink struct {
 
 func (x *AgentLink) Reset() {
 	*x = AgentLink{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2084,7 +2181,7 @@ func (x *AgentLink) String() string {
 func (*AgentLink) ProtoMessage() {}
 
 func (x *AgentLink) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2097,7 +2194,7 @@ func (x *AgentLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentLink.ProtoReflect.Descriptor instead.
 func (*AgentLink) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AgentLink) GetParentSessionId() string {
@@ -2182,7 +2279,7 @@ type Subagent struct {
 
 func (x *Subagent) Reset() {
 	*x = Subagent{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2291,7 @@ func (x *Subagent) String() string {
 func (*Subagent) ProtoMessage() {}
 
 func (x *Subagent) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2304,7 @@ func (x *Subagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
 func (*Subagent) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Subagent) GetId() string {
@@ -2347,7 +2444,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2359,7 +2456,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2372,7 +2469,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PermissionOption) GetOption() string {
@@ -2422,7 +2519,7 @@ type PermissionResolved struct {
 
 func (x *PermissionResolved) Reset() {
 	*x = PermissionResolved{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2434,7 +2531,7 @@ func (x *PermissionResolved) String() string {
 func (*PermissionResolved) ProtoMessage() {}
 
 func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2447,7 +2544,7 @@ func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionResolved.ProtoReflect.Descriptor instead.
 func (*PermissionResolved) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PermissionResolved) GetRequestId() string {
@@ -2514,7 +2611,7 @@ type HookRun struct {
 
 func (x *HookRun) Reset() {
 	*x = HookRun{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2623,7 @@ func (x *HookRun) String() string {
 func (*HookRun) ProtoMessage() {}
 
 func (x *HookRun) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2636,7 @@ func (x *HookRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookRun.ProtoReflect.Descriptor instead.
 func (*HookRun) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HookRun) GetHook() string {
@@ -2661,7 +2758,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2673,7 +2770,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2686,7 +2783,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2859,7 +2956,7 @@ type McpAuth struct {
 
 func (x *McpAuth) Reset() {
 	*x = McpAuth{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +2968,7 @@ func (x *McpAuth) String() string {
 func (*McpAuth) ProtoMessage() {}
 
 func (x *McpAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +2981,7 @@ func (x *McpAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpAuth.ProtoReflect.Descriptor instead.
 func (*McpAuth) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *McpAuth) GetServer() string {
@@ -2935,7 +3032,7 @@ type PromptInfo struct {
 
 func (x *PromptInfo) Reset() {
 	*x = PromptInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2947,7 +3044,7 @@ func (x *PromptInfo) String() string {
 func (*PromptInfo) ProtoMessage() {}
 
 func (x *PromptInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2960,7 +3057,7 @@ func (x *PromptInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptInfo.ProtoReflect.Descriptor instead.
 func (*PromptInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *PromptInfo) GetId() string {
@@ -3039,7 +3136,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3051,7 +3148,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3064,7 +3161,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3112,7 +3209,7 @@ type AssistantDelta struct {
 
 func (x *AssistantDelta) Reset() {
 	*x = AssistantDelta{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3124,7 +3221,7 @@ func (x *AssistantDelta) String() string {
 func (*AssistantDelta) ProtoMessage() {}
 
 func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3137,7 +3234,7 @@ func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssistantDelta.ProtoReflect.Descriptor instead.
 func (*AssistantDelta) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AssistantDelta) GetPromptId() string {
@@ -3196,7 +3293,7 @@ type ModelRetry struct {
 
 func (x *ModelRetry) Reset() {
 	*x = ModelRetry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3208,7 +3305,7 @@ func (x *ModelRetry) String() string {
 func (*ModelRetry) ProtoMessage() {}
 
 func (x *ModelRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3221,7 +3318,7 @@ func (x *ModelRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRetry.ProtoReflect.Descriptor instead.
 func (*ModelRetry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ModelRetry) GetPromptId() string {
@@ -3278,7 +3375,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3290,7 +3387,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3303,7 +3400,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -3360,7 +3457,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3372,7 +3469,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3385,7 +3482,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -3411,7 +3508,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3423,7 +3520,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3436,7 +3533,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -3449,7 +3546,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3461,7 +3558,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3474,7 +3571,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -3494,7 +3591,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3506,7 +3603,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3519,7 +3616,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -3539,7 +3636,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3551,7 +3648,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3564,7 +3661,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -3584,7 +3681,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3596,7 +3693,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3609,7 +3706,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -3628,7 +3725,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3640,7 +3737,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3653,7 +3750,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -3672,7 +3769,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3684,7 +3781,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3697,7 +3794,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -3765,7 +3862,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3777,7 +3874,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3790,7 +3887,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -3848,7 +3945,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +3957,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +3970,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -3911,7 +4008,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3923,7 +4020,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3936,7 +4033,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -3964,7 +4061,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3976,7 +4073,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3989,7 +4086,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -4017,7 +4114,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4029,7 +4126,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4042,7 +4139,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -4068,7 +4165,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4080,7 +4177,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4093,7 +4190,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
 }
 
 // StatusResponse describes the daemon.
@@ -4114,7 +4211,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4126,7 +4223,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4139,7 +4236,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -4214,7 +4311,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4226,7 +4323,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4239,7 +4336,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -4251,7 +4348,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4263,7 +4360,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4276,7 +4373,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
 }
 
 // ListShellsRequest names the session.
@@ -4289,7 +4386,7 @@ type ListShellsRequest struct {
 
 func (x *ListShellsRequest) Reset() {
 	*x = ListShellsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4301,7 +4398,7 @@ func (x *ListShellsRequest) String() string {
 func (*ListShellsRequest) ProtoMessage() {}
 
 func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4314,7 +4411,7 @@ func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
 func (*ListShellsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListShellsRequest) GetSessionId() string {
@@ -4334,7 +4431,7 @@ type ListShellsResponse struct {
 
 func (x *ListShellsResponse) Reset() {
 	*x = ListShellsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4346,7 +4443,7 @@ func (x *ListShellsResponse) String() string {
 func (*ListShellsResponse) ProtoMessage() {}
 
 func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4359,7 +4456,7 @@ func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
 func (*ListShellsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListShellsResponse) GetShells() []*BackgroundShell {
@@ -4384,7 +4481,7 @@ type ReadShellOutputRequest struct {
 
 func (x *ReadShellOutputRequest) Reset() {
 	*x = ReadShellOutputRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4396,7 +4493,7 @@ func (x *ReadShellOutputRequest) String() string {
 func (*ReadShellOutputRequest) ProtoMessage() {}
 
 func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4409,7 +4506,7 @@ func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ReadShellOutputRequest) GetSessionId() string {
@@ -4456,7 +4553,7 @@ type ReadShellOutputResponse struct {
 
 func (x *ReadShellOutputResponse) Reset() {
 	*x = ReadShellOutputResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4468,7 +4565,7 @@ func (x *ReadShellOutputResponse) String() string {
 func (*ReadShellOutputResponse) ProtoMessage() {}
 
 func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4481,7 +4578,7 @@ func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReadShellOutputResponse) GetData() []byte {
@@ -4516,7 +4613,7 @@ type KillShellRequest struct {
 
 func (x *KillShellRequest) Reset() {
 	*x = KillShellRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4528,7 +4625,7 @@ func (x *KillShellRequest) String() string {
 func (*KillShellRequest) ProtoMessage() {}
 
 func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4541,7 +4638,7 @@ func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
 func (*KillShellRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *KillShellRequest) GetSessionId() string {
@@ -4569,7 +4666,7 @@ type KillShellResponse struct {
 
 func (x *KillShellResponse) Reset() {
 	*x = KillShellResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4581,7 +4678,7 @@ func (x *KillShellResponse) String() string {
 func (*KillShellResponse) ProtoMessage() {}
 
 func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4594,7 +4691,7 @@ func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
 func (*KillShellResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *KillShellResponse) GetShell() *BackgroundShell {
@@ -4614,7 +4711,7 @@ type ListPendingPermissionsRequest struct {
 
 func (x *ListPendingPermissionsRequest) Reset() {
 	*x = ListPendingPermissionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4626,7 +4723,7 @@ func (x *ListPendingPermissionsRequest) String() string {
 func (*ListPendingPermissionsRequest) ProtoMessage() {}
 
 func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4639,7 +4736,7 @@ func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ListPendingPermissionsRequest) GetSessionId() string {
@@ -4659,7 +4756,7 @@ type ListPendingPermissionsResponse struct {
 
 func (x *ListPendingPermissionsResponse) Reset() {
 	*x = ListPendingPermissionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4671,7 +4768,7 @@ func (x *ListPendingPermissionsResponse) String() string {
 func (*ListPendingPermissionsResponse) ProtoMessage() {}
 
 func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4684,7 +4781,7 @@ func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListPendingPermissionsResponse) GetRequests() []*PermissionRequest {
@@ -4711,7 +4808,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4723,7 +4820,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4736,7 +4833,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ExplainRequest) GetSessionId() string {
@@ -4791,7 +4888,7 @@ type RuleSource struct {
 
 func (x *RuleSource) Reset() {
 	*x = RuleSource{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4803,7 +4900,7 @@ func (x *RuleSource) String() string {
 func (*RuleSource) ProtoMessage() {}
 
 func (x *RuleSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4816,7 +4913,7 @@ func (x *RuleSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleSource.ProtoReflect.Descriptor instead.
 func (*RuleSource) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *RuleSource) GetScope() string {
@@ -4859,7 +4956,7 @@ type ExplainStep struct {
 
 func (x *ExplainStep) Reset() {
 	*x = ExplainStep{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4871,7 +4968,7 @@ func (x *ExplainStep) String() string {
 func (*ExplainStep) ProtoMessage() {}
 
 func (x *ExplainStep) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4884,7 +4981,7 @@ func (x *ExplainStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainStep.ProtoReflect.Descriptor instead.
 func (*ExplainStep) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ExplainStep) GetStage() string {
@@ -4924,14 +5021,17 @@ type ExplainResponse struct {
 	// decided_by: rule, hook, mode, tool, default.
 	DecidedBy string `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
 	// session_id is the session explained.
-	SessionId     string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	SessionId string `protobuf:"bytes,8,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// working_directories are the session's working directories, where each
+	// comes from: what "inside the working directories" meant here.
+	WorkingDirectories []*WorkingDirectory `protobuf:"bytes,9,rep,name=working_directories,json=workingDirectories,proto3" json:"working_directories,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4943,7 +5043,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4956,7 +5056,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ExplainResponse) GetDecision() string {
@@ -5015,6 +5115,13 @@ func (x *ExplainResponse) GetSessionId() string {
 	return ""
 }
 
+func (x *ExplainResponse) GetWorkingDirectories() []*WorkingDirectory {
+	if x != nil {
+		return x.WorkingDirectories
+	}
+	return nil
+}
+
 // ListRulesRequest names the session (or a cwd for its default session).
 type ListRulesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5026,7 +5133,7 @@ type ListRulesRequest struct {
 
 func (x *ListRulesRequest) Reset() {
 	*x = ListRulesRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5038,7 +5145,7 @@ func (x *ListRulesRequest) String() string {
 func (*ListRulesRequest) ProtoMessage() {}
 
 func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5051,7 +5158,7 @@ func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ListRulesRequest) GetSessionId() string {
@@ -5083,7 +5190,7 @@ type PermissionRule struct {
 
 func (x *PermissionRule) Reset() {
 	*x = PermissionRule{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5095,7 +5202,7 @@ func (x *PermissionRule) String() string {
 func (*PermissionRule) ProtoMessage() {}
 
 func (x *PermissionRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5108,7 +5215,7 @@ func (x *PermissionRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRule.ProtoReflect.Descriptor instead.
 func (*PermissionRule) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *PermissionRule) GetText() string {
@@ -5158,7 +5265,7 @@ type RuleProblem struct {
 
 func (x *RuleProblem) Reset() {
 	*x = RuleProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5170,7 +5277,7 @@ func (x *RuleProblem) String() string {
 func (*RuleProblem) ProtoMessage() {}
 
 func (x *RuleProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5183,7 +5290,7 @@ func (x *RuleProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleProblem.ProtoReflect.Descriptor instead.
 func (*RuleProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RuleProblem) GetSource() *RuleSource {
@@ -5220,7 +5327,7 @@ type ListRulesResponse struct {
 
 func (x *ListRulesResponse) Reset() {
 	*x = ListRulesResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5232,7 +5339,7 @@ func (x *ListRulesResponse) String() string {
 func (*ListRulesResponse) ProtoMessage() {}
 
 func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5245,7 +5352,7 @@ func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *ListRulesResponse) GetRules() []*PermissionRule {
@@ -5289,7 +5396,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5301,7 +5408,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5314,7 +5421,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *AuditRequest) GetSessionId() string {
@@ -5358,7 +5465,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5370,7 +5477,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5383,7 +5490,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *AuditEntry) GetSessionId() string {
@@ -5487,7 +5594,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5499,7 +5606,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5512,7 +5619,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *AuditResponse) GetEntries() []*AuditEntry {
@@ -5536,7 +5643,7 @@ type TrustRequest struct {
 
 func (x *TrustRequest) Reset() {
 	*x = TrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5548,7 +5655,7 @@ func (x *TrustRequest) String() string {
 func (*TrustRequest) ProtoMessage() {}
 
 func (x *TrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5561,7 +5668,7 @@ func (x *TrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustRequest.ProtoReflect.Descriptor instead.
 func (*TrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *TrustRequest) GetDir() string {
@@ -5590,7 +5697,7 @@ type TrustResponse struct {
 
 func (x *TrustResponse) Reset() {
 	*x = TrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5602,7 +5709,7 @@ func (x *TrustResponse) String() string {
 func (*TrustResponse) ProtoMessage() {}
 
 func (x *TrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5615,7 +5722,7 @@ func (x *TrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustResponse.ProtoReflect.Descriptor instead.
 func (*TrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TrustResponse) GetDir() string {
@@ -5642,7 +5749,7 @@ type UntrustRequest struct {
 
 func (x *UntrustRequest) Reset() {
 	*x = UntrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5654,7 +5761,7 @@ func (x *UntrustRequest) String() string {
 func (*UntrustRequest) ProtoMessage() {}
 
 func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5667,7 +5774,7 @@ func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustRequest.ProtoReflect.Descriptor instead.
 func (*UntrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *UntrustRequest) GetDir() string {
@@ -5683,15 +5790,21 @@ type UntrustResponse struct {
 	Dir   string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
 	// removed is false when dir itself was not in the list.
 	Removed bool `protobuf:"varint,2,opt,name=removed,proto3" json:"removed,omitempty"`
-	// still_trusted_by is a trusted parent that keeps dir trusted.
+	// still_trusted_by is a trusted parent that keeps dir trusted, or the
+	// directory whose Claude Code trust does (see still_trusted_source).
 	StillTrustedBy string `protobuf:"bytes,3,opt,name=still_trusted_by,json=stillTrustedBy,proto3" json:"still_trusted_by,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// still_trusted_source says who keeps dir trusted: tackle (tackle trust
+	// of still_trusted_by) or claude (Claude Code's trust dialog, in
+	// ~/.claude.json, counted while the user setting trust.importClaude is
+	// on); empty when dir is no longer trusted.
+	StillTrustedSource string `protobuf:"bytes,4,opt,name=still_trusted_source,json=stillTrustedSource,proto3" json:"still_trusted_source,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *UntrustResponse) Reset() {
 	*x = UntrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5703,7 +5816,7 @@ func (x *UntrustResponse) String() string {
 func (*UntrustResponse) ProtoMessage() {}
 
 func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5716,7 +5829,7 @@ func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustResponse.ProtoReflect.Descriptor instead.
 func (*UntrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *UntrustResponse) GetDir() string {
@@ -5740,6 +5853,13 @@ func (x *UntrustResponse) GetStillTrustedBy() string {
 	return ""
 }
 
+func (x *UntrustResponse) GetStillTrustedSource() string {
+	if x != nil {
+		return x.StillTrustedSource
+	}
+	return ""
+}
+
 // ListTrustedRequest is empty.
 type ListTrustedRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5749,7 +5869,7 @@ type ListTrustedRequest struct {
 
 func (x *ListTrustedRequest) Reset() {
 	*x = ListTrustedRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5761,7 +5881,7 @@ func (x *ListTrustedRequest) String() string {
 func (*ListTrustedRequest) ProtoMessage() {}
 
 func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5774,20 +5894,29 @@ func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedRequest.ProtoReflect.Descriptor instead.
 func (*ListTrustedRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
 }
 
 // ListTrustedResponse lists the trusted directories, sorted.
 type ListTrustedResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Dirs          []string               `protobuf:"bytes,1,rep,name=dirs,proto3" json:"dirs,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dirs are the trusted directories: tackle's and those of Claude Code's
+	// trust (see entries for which is which).
+	Dirs []string `protobuf:"bytes,1,rep,name=dirs,proto3" json:"dirs,omitempty"`
+	// entries are the trusted directories with who trusts each, sorted by
+	// directory; one trusted by both is listed once, as tackle's.
+	Entries []*TrustedDir `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	// claude_error says why Claude Code's trust could not be read (a
+	// ~/.claude.json that does not parse): it trusts nothing until it can,
+	// and entries hold tackle's only.
+	ClaudeError   string `protobuf:"bytes,3,opt,name=claude_error,json=claudeError,proto3" json:"claude_error,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListTrustedResponse) Reset() {
 	*x = ListTrustedResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5799,7 +5928,7 @@ func (x *ListTrustedResponse) String() string {
 func (*ListTrustedResponse) ProtoMessage() {}
 
 func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5812,7 +5941,7 @@ func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedResponse.ProtoReflect.Descriptor instead.
 func (*ListTrustedResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ListTrustedResponse) GetDirs() []string {
@@ -5820,6 +5949,86 @@ func (x *ListTrustedResponse) GetDirs() []string {
 		return x.Dirs
 	}
 	return nil
+}
+
+func (x *ListTrustedResponse) GetEntries() []*TrustedDir {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *ListTrustedResponse) GetClaudeError() string {
+	if x != nil {
+		return x.ClaudeError
+	}
+	return ""
+}
+
+// TrustedDir is one trusted directory.
+type TrustedDir struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Dir   string                 `protobuf:"bytes,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	// source: tackle (tackle trust) or claude (Claude Code's trust dialog,
+	// hasTrustDialogAccepted in ~/.claude.json, counted while the user
+	// setting trust.importClaude is on).
+	Source string `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
+	// allow_bypass: its project settings may set bypassPermissions (tackle
+	// trust --allow-bypass).
+	AllowBypass   bool `protobuf:"varint,3,opt,name=allow_bypass,json=allowBypass,proto3" json:"allow_bypass,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrustedDir) Reset() {
+	*x = TrustedDir{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrustedDir) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrustedDir) ProtoMessage() {}
+
+func (x *TrustedDir) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrustedDir.ProtoReflect.Descriptor instead.
+func (*TrustedDir) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *TrustedDir) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *TrustedDir) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *TrustedDir) GetAllowBypass() bool {
+	if x != nil {
+		return x.AllowBypass
+	}
+	return false
 }
 
 // McpServer is an MCP server as the daemon holds it.
@@ -5864,7 +6073,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5876,7 +6085,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5889,7 +6098,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *McpServer) GetName() string {
@@ -6044,7 +6253,7 @@ type McpProblem struct {
 
 func (x *McpProblem) Reset() {
 	*x = McpProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6056,7 +6265,7 @@ func (x *McpProblem) String() string {
 func (*McpProblem) ProtoMessage() {}
 
 func (x *McpProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6069,7 +6278,7 @@ func (x *McpProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpProblem.ProtoReflect.Descriptor instead.
 func (*McpProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *McpProblem) GetPath() string {
@@ -6106,7 +6315,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6118,7 +6327,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6131,7 +6340,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *ListMcpServersRequest) GetSessionId() string {
@@ -6166,7 +6375,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6178,7 +6387,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6191,7 +6400,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -6225,7 +6434,7 @@ type AddMcpServerRequest struct {
 
 func (x *AddMcpServerRequest) Reset() {
 	*x = AddMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6237,7 +6446,7 @@ func (x *AddMcpServerRequest) String() string {
 func (*AddMcpServerRequest) ProtoMessage() {}
 
 func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6250,7 +6459,7 @@ func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*AddMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *AddMcpServerRequest) GetCwd() string {
@@ -6298,7 +6507,7 @@ type AddMcpServerResponse struct {
 
 func (x *AddMcpServerResponse) Reset() {
 	*x = AddMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6310,7 +6519,7 @@ func (x *AddMcpServerResponse) String() string {
 func (*AddMcpServerResponse) ProtoMessage() {}
 
 func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6323,7 +6532,7 @@ func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*AddMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AddMcpServerResponse) GetPath() string {
@@ -6346,7 +6555,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6358,7 +6567,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6371,7 +6580,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *RemoveMcpServerRequest) GetCwd() string {
@@ -6405,7 +6614,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6417,7 +6626,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6430,7 +6639,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RemoveMcpServerResponse) GetPath() string {
@@ -6452,7 +6661,7 @@ type ReconnectMcpServerRequest struct {
 
 func (x *ReconnectMcpServerRequest) Reset() {
 	*x = ReconnectMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6464,7 +6673,7 @@ func (x *ReconnectMcpServerRequest) String() string {
 func (*ReconnectMcpServerRequest) ProtoMessage() {}
 
 func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6477,7 +6686,7 @@ func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ReconnectMcpServerRequest) GetSessionId() string {
@@ -6511,7 +6720,7 @@ type ReconnectMcpServerResponse struct {
 
 func (x *ReconnectMcpServerResponse) Reset() {
 	*x = ReconnectMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6523,7 +6732,7 @@ func (x *ReconnectMcpServerResponse) String() string {
 func (*ReconnectMcpServerResponse) ProtoMessage() {}
 
 func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6536,7 +6745,7 @@ func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ReconnectMcpServerResponse) GetServer() *McpServer {
@@ -6558,7 +6767,7 @@ type ApproveMcpServersRequest struct {
 
 func (x *ApproveMcpServersRequest) Reset() {
 	*x = ApproveMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6570,7 +6779,7 @@ func (x *ApproveMcpServersRequest) String() string {
 func (*ApproveMcpServersRequest) ProtoMessage() {}
 
 func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6583,7 +6792,7 @@ func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ApproveMcpServersRequest) GetCwd() string {
@@ -6617,7 +6826,7 @@ type ApproveMcpServersResponse struct {
 
 func (x *ApproveMcpServersResponse) Reset() {
 	*x = ApproveMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6629,7 +6838,7 @@ func (x *ApproveMcpServersResponse) String() string {
 func (*ApproveMcpServersResponse) ProtoMessage() {}
 
 func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6642,7 +6851,7 @@ func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ApproveMcpServersResponse) GetPath() string {
@@ -6665,7 +6874,7 @@ type ReadMcpLogsRequest struct {
 
 func (x *ReadMcpLogsRequest) Reset() {
 	*x = ReadMcpLogsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6677,7 +6886,7 @@ func (x *ReadMcpLogsRequest) String() string {
 func (*ReadMcpLogsRequest) ProtoMessage() {}
 
 func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6690,7 +6899,7 @@ func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ReadMcpLogsRequest) GetSessionId() string {
@@ -6734,7 +6943,7 @@ type ReadMcpLogsResponse struct {
 
 func (x *ReadMcpLogsResponse) Reset() {
 	*x = ReadMcpLogsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6746,7 +6955,7 @@ func (x *ReadMcpLogsResponse) String() string {
 func (*ReadMcpLogsResponse) ProtoMessage() {}
 
 func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6759,7 +6968,7 @@ func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ReadMcpLogsResponse) GetPath() string {
@@ -6795,7 +7004,7 @@ type McpPromptArgument struct {
 
 func (x *McpPromptArgument) Reset() {
 	*x = McpPromptArgument{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6807,7 +7016,7 @@ func (x *McpPromptArgument) String() string {
 func (*McpPromptArgument) ProtoMessage() {}
 
 func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6820,7 +7029,7 @@ func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPromptArgument.ProtoReflect.Descriptor instead.
 func (*McpPromptArgument) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *McpPromptArgument) GetName() string {
@@ -6859,7 +7068,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6871,7 +7080,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6884,7 +7093,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *McpPrompt) GetName() string {
@@ -6934,7 +7143,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6946,7 +7155,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6959,7 +7168,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *ListMcpPromptsRequest) GetSessionId() string {
@@ -6993,7 +7202,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7005,7 +7214,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7018,7 +7227,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -7042,7 +7251,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7054,7 +7263,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7067,7 +7276,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *GetPromptRequest) GetSessionId() string {
@@ -7117,7 +7326,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7129,7 +7338,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7142,7 +7351,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -7170,7 +7379,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7182,7 +7391,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7195,7 +7404,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -7224,7 +7433,7 @@ type LoadToolsRequest struct {
 
 func (x *LoadToolsRequest) Reset() {
 	*x = LoadToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7236,7 +7445,7 @@ func (x *LoadToolsRequest) String() string {
 func (*LoadToolsRequest) ProtoMessage() {}
 
 func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7249,7 +7458,7 @@ func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsRequest.ProtoReflect.Descriptor instead.
 func (*LoadToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *LoadToolsRequest) GetSessionId() string {
@@ -7288,7 +7497,7 @@ type LoadToolsResponse struct {
 
 func (x *LoadToolsResponse) Reset() {
 	*x = LoadToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7300,7 +7509,7 @@ func (x *LoadToolsResponse) String() string {
 func (*LoadToolsResponse) ProtoMessage() {}
 
 func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7313,7 +7522,7 @@ func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsResponse.ProtoReflect.Descriptor instead.
 func (*LoadToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *LoadToolsResponse) GetLoaded() []string {
@@ -7366,7 +7575,7 @@ type SkillInfo struct {
 
 func (x *SkillInfo) Reset() {
 	*x = SkillInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7378,7 +7587,7 @@ func (x *SkillInfo) String() string {
 func (*SkillInfo) ProtoMessage() {}
 
 func (x *SkillInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7391,7 +7600,7 @@ func (x *SkillInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
 func (*SkillInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *SkillInfo) GetName() string {
@@ -7519,7 +7728,7 @@ type SkillProblem struct {
 
 func (x *SkillProblem) Reset() {
 	*x = SkillProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7531,7 +7740,7 @@ func (x *SkillProblem) String() string {
 func (*SkillProblem) ProtoMessage() {}
 
 func (x *SkillProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7544,7 +7753,7 @@ func (x *SkillProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
 func (*SkillProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *SkillProblem) GetPath() string {
@@ -7588,7 +7797,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7600,7 +7809,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7613,7 +7822,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *ListSkillsRequest) GetSessionId() string {
@@ -7648,7 +7857,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7660,7 +7869,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7673,7 +7882,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
@@ -7702,7 +7911,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7714,7 +7923,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7727,7 +7936,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *GetSkillRequest) GetSessionId() string {
@@ -7762,7 +7971,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7774,7 +7983,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7787,7 +7996,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *GetSkillResponse) GetSkill() *SkillInfo {
@@ -7821,7 +8030,7 @@ type RenderSkillRequest struct {
 
 func (x *RenderSkillRequest) Reset() {
 	*x = RenderSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7833,7 +8042,7 @@ func (x *RenderSkillRequest) String() string {
 func (*RenderSkillRequest) ProtoMessage() {}
 
 func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7846,7 +8055,7 @@ func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillRequest.ProtoReflect.Descriptor instead.
 func (*RenderSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *RenderSkillRequest) GetSessionId() string {
@@ -7904,7 +8113,7 @@ type RenderSkillResponse struct {
 
 func (x *RenderSkillResponse) Reset() {
 	*x = RenderSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7916,7 +8125,7 @@ func (x *RenderSkillResponse) String() string {
 func (*RenderSkillResponse) ProtoMessage() {}
 
 func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7929,7 +8138,7 @@ func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillResponse.ProtoReflect.Descriptor instead.
 func (*RenderSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RenderSkillResponse) GetText() string {
@@ -7996,7 +8205,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8008,7 +8217,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8021,7 +8230,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -8106,7 +8315,7 @@ type PromptImage struct {
 
 func (x *PromptImage) Reset() {
 	*x = PromptImage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8118,7 +8327,7 @@ func (x *PromptImage) String() string {
 func (*PromptImage) ProtoMessage() {}
 
 func (x *PromptImage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8131,7 +8340,7 @@ func (x *PromptImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptImage.ProtoReflect.Descriptor instead.
 func (*PromptImage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *PromptImage) GetMediaType() string {
@@ -8161,7 +8370,7 @@ type PromptAccepted struct {
 
 func (x *PromptAccepted) Reset() {
 	*x = PromptAccepted{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8173,7 +8382,7 @@ func (x *PromptAccepted) String() string {
 func (*PromptAccepted) ProtoMessage() {}
 
 func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8186,7 +8395,7 @@ func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptAccepted.ProtoReflect.Descriptor instead.
 func (*PromptAccepted) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{108}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *PromptAccepted) GetRef() string {
@@ -8284,7 +8493,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x120\n" +
 	"\x14resubscribe_from_seq\x18\x03 \x01(\x04R\x12resubscribeFromSeq\x12\x10\n" +
-	"\x03ref\x18\x04 \x01(\tR\x03ref\"\xa7\x03\n" +
+	"\x03ref\x18\x04 \x01(\tR\x03ref\"\xf7\x03\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x125\n" +
@@ -8302,7 +8511,14 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\vcurrent_dir\x18\n" +
 	" \x01(\tR\n" +
 	"currentDir\x12*\n" +
-	"\x05agent\x18\v \x01(\v2\x14.tackle.v1.AgentLinkR\x05agent\"\xe3\x03\n" +
+	"\x05agent\x18\v \x01(\v2\x14.tackle.v1.AgentLinkR\x05agent\x12N\n" +
+	"\x14settings_directories\x18\f \x03(\v2\x1b.tackle.v1.WorkingDirectoryR\x13settingsDirectories\"\x86\x01\n" +
+	"\x10WorkingDirectory\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
+	"\x06origin\x18\x02 \x01(\tR\x06origin\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\x12\x14\n" +
+	"\x05scope\x18\x04 \x01(\tR\x05scope\x12\x18\n" +
+	"\amissing\x18\x05 \x01(\bR\amissing\"\xe3\x03\n" +
 	"\bSnapshot\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12M\n" +
 	"\x13pending_permissions\x18\x02 \x03(\v2\x1c.tackle.v1.PermissionRequestR\x12pendingPermissions\x12;\n" +
@@ -8608,7 +8824,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\vExplainStep\x12\x14\n" +
 	"\x05stage\x18\x01 \x01(\tR\x05stage\x12\x18\n" +
 	"\aoutcome\x18\x02 \x01(\tR\aoutcome\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"\x95\x02\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\"\xe3\x02\n" +
 	"\x0fExplainResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -8620,7 +8836,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"decided_by\x18\a \x01(\tR\tdecidedBy\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\b \x01(\tR\tsessionId\"C\n" +
+	"session_id\x18\b \x01(\tR\tsessionId\x12L\n" +
+	"\x13working_directories\x18\t \x03(\v2\x1b.tackle.v1.WorkingDirectoryR\x12workingDirectories\"C\n" +
 	"\x10ListRulesRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -8675,14 +8892,22 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
 	"\aalready\x18\x02 \x01(\bR\aalready\"\"\n" +
 	"\x0eUntrustRequest\x12\x10\n" +
-	"\x03dir\x18\x01 \x01(\tR\x03dir\"g\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\"\x99\x01\n" +
 	"\x0fUntrustResponse\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
 	"\aremoved\x18\x02 \x01(\bR\aremoved\x12(\n" +
-	"\x10still_trusted_by\x18\x03 \x01(\tR\x0estillTrustedBy\"\x14\n" +
-	"\x12ListTrustedRequest\")\n" +
+	"\x10still_trusted_by\x18\x03 \x01(\tR\x0estillTrustedBy\x120\n" +
+	"\x14still_trusted_source\x18\x04 \x01(\tR\x12stillTrustedSource\"\x14\n" +
+	"\x12ListTrustedRequest\"}\n" +
 	"\x13ListTrustedResponse\x12\x12\n" +
-	"\x04dirs\x18\x01 \x03(\tR\x04dirs\"\xab\x04\n" +
+	"\x04dirs\x18\x01 \x03(\tR\x04dirs\x12/\n" +
+	"\aentries\x18\x02 \x03(\v2\x15.tackle.v1.TrustedDirR\aentries\x12!\n" +
+	"\fclaude_error\x18\x03 \x01(\tR\vclaudeError\"Y\n" +
+	"\n" +
+	"TrustedDir\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x16\n" +
+	"\x06source\x18\x02 \x01(\tR\x06source\x12!\n" +
+	"\fallow_bypass\x18\x03 \x01(\bR\vallowBypass\"\xab\x04\n" +
 	"\tMcpServer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x16\n" +
@@ -8941,7 +9166,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 110)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 112)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -8959,104 +9184,106 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*EndTurn)(nil),                        // 13: tackle.v1.EndTurn
 	(*StreamError)(nil),                    // 14: tackle.v1.StreamError
 	(*Session)(nil),                        // 15: tackle.v1.Session
-	(*Snapshot)(nil),                       // 16: tackle.v1.Snapshot
-	(*TrustInfo)(nil),                      // 17: tackle.v1.TrustInfo
-	(*BackgroundShell)(nil),                // 18: tackle.v1.BackgroundShell
-	(*RunningCall)(nil),                    // 19: tackle.v1.RunningCall
-	(*ContentBlock)(nil),                   // 20: tackle.v1.ContentBlock
-	(*ToolResult)(nil),                     // 21: tackle.v1.ToolResult
-	(*PermissionRequest)(nil),              // 22: tackle.v1.PermissionRequest
-	(*AgentRef)(nil),                       // 23: tackle.v1.AgentRef
-	(*AgentLink)(nil),                      // 24: tackle.v1.AgentLink
-	(*Subagent)(nil),                       // 25: tackle.v1.Subagent
-	(*PermissionOption)(nil),               // 26: tackle.v1.PermissionOption
-	(*PermissionResolved)(nil),             // 27: tackle.v1.PermissionResolved
-	(*HookRun)(nil),                        // 28: tackle.v1.HookRun
-	(*Event)(nil),                          // 29: tackle.v1.Event
-	(*McpAuth)(nil),                        // 30: tackle.v1.McpAuth
-	(*PromptInfo)(nil),                     // 31: tackle.v1.PromptInfo
-	(*Usage)(nil),                          // 32: tackle.v1.Usage
-	(*AssistantDelta)(nil),                 // 33: tackle.v1.AssistantDelta
-	(*ModelRetry)(nil),                     // 34: tackle.v1.ModelRetry
-	(*CreateSessionRequest)(nil),           // 35: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),          // 36: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),            // 37: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),           // 38: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),              // 39: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),             // 40: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),           // 41: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),          // 42: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),                 // 43: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                       // 44: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),               // 45: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),              // 46: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),        // 47: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil),       // 48: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),                  // 49: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 50: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),                // 51: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),               // 52: tackle.v1.ShutdownResponse
-	(*ListShellsRequest)(nil),              // 53: tackle.v1.ListShellsRequest
-	(*ListShellsResponse)(nil),             // 54: tackle.v1.ListShellsResponse
-	(*ReadShellOutputRequest)(nil),         // 55: tackle.v1.ReadShellOutputRequest
-	(*ReadShellOutputResponse)(nil),        // 56: tackle.v1.ReadShellOutputResponse
-	(*KillShellRequest)(nil),               // 57: tackle.v1.KillShellRequest
-	(*KillShellResponse)(nil),              // 58: tackle.v1.KillShellResponse
-	(*ListPendingPermissionsRequest)(nil),  // 59: tackle.v1.ListPendingPermissionsRequest
-	(*ListPendingPermissionsResponse)(nil), // 60: tackle.v1.ListPendingPermissionsResponse
-	(*ExplainRequest)(nil),                 // 61: tackle.v1.ExplainRequest
-	(*RuleSource)(nil),                     // 62: tackle.v1.RuleSource
-	(*ExplainStep)(nil),                    // 63: tackle.v1.ExplainStep
-	(*ExplainResponse)(nil),                // 64: tackle.v1.ExplainResponse
-	(*ListRulesRequest)(nil),               // 65: tackle.v1.ListRulesRequest
-	(*PermissionRule)(nil),                 // 66: tackle.v1.PermissionRule
-	(*RuleProblem)(nil),                    // 67: tackle.v1.RuleProblem
-	(*ListRulesResponse)(nil),              // 68: tackle.v1.ListRulesResponse
-	(*AuditRequest)(nil),                   // 69: tackle.v1.AuditRequest
-	(*AuditEntry)(nil),                     // 70: tackle.v1.AuditEntry
-	(*AuditResponse)(nil),                  // 71: tackle.v1.AuditResponse
-	(*TrustRequest)(nil),                   // 72: tackle.v1.TrustRequest
-	(*TrustResponse)(nil),                  // 73: tackle.v1.TrustResponse
-	(*UntrustRequest)(nil),                 // 74: tackle.v1.UntrustRequest
-	(*UntrustResponse)(nil),                // 75: tackle.v1.UntrustResponse
-	(*ListTrustedRequest)(nil),             // 76: tackle.v1.ListTrustedRequest
-	(*ListTrustedResponse)(nil),            // 77: tackle.v1.ListTrustedResponse
-	(*McpServer)(nil),                      // 78: tackle.v1.McpServer
-	(*McpProblem)(nil),                     // 79: tackle.v1.McpProblem
-	(*ListMcpServersRequest)(nil),          // 80: tackle.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),         // 81: tackle.v1.ListMcpServersResponse
-	(*AddMcpServerRequest)(nil),            // 82: tackle.v1.AddMcpServerRequest
-	(*AddMcpServerResponse)(nil),           // 83: tackle.v1.AddMcpServerResponse
-	(*RemoveMcpServerRequest)(nil),         // 84: tackle.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil),        // 85: tackle.v1.RemoveMcpServerResponse
-	(*ReconnectMcpServerRequest)(nil),      // 86: tackle.v1.ReconnectMcpServerRequest
-	(*ReconnectMcpServerResponse)(nil),     // 87: tackle.v1.ReconnectMcpServerResponse
-	(*ApproveMcpServersRequest)(nil),       // 88: tackle.v1.ApproveMcpServersRequest
-	(*ApproveMcpServersResponse)(nil),      // 89: tackle.v1.ApproveMcpServersResponse
-	(*ReadMcpLogsRequest)(nil),             // 90: tackle.v1.ReadMcpLogsRequest
-	(*ReadMcpLogsResponse)(nil),            // 91: tackle.v1.ReadMcpLogsResponse
-	(*McpPromptArgument)(nil),              // 92: tackle.v1.McpPromptArgument
-	(*McpPrompt)(nil),                      // 93: tackle.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),          // 94: tackle.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),         // 95: tackle.v1.ListMcpPromptsResponse
-	(*GetPromptRequest)(nil),               // 96: tackle.v1.GetPromptRequest
-	(*PromptMessage)(nil),                  // 97: tackle.v1.PromptMessage
-	(*GetPromptResponse)(nil),              // 98: tackle.v1.GetPromptResponse
-	(*LoadToolsRequest)(nil),               // 99: tackle.v1.LoadToolsRequest
-	(*LoadToolsResponse)(nil),              // 100: tackle.v1.LoadToolsResponse
-	(*SkillInfo)(nil),                      // 101: tackle.v1.SkillInfo
-	(*SkillProblem)(nil),                   // 102: tackle.v1.SkillProblem
-	(*ListSkillsRequest)(nil),              // 103: tackle.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),             // 104: tackle.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),                // 105: tackle.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),               // 106: tackle.v1.GetSkillResponse
-	(*RenderSkillRequest)(nil),             // 107: tackle.v1.RenderSkillRequest
-	(*RenderSkillResponse)(nil),            // 108: tackle.v1.RenderSkillResponse
-	(*PromptRequest)(nil),                  // 109: tackle.v1.PromptRequest
-	(*PromptImage)(nil),                    // 110: tackle.v1.PromptImage
-	(*PromptAccepted)(nil),                 // 111: tackle.v1.PromptAccepted
-	nil,                                    // 112: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 113: google.protobuf.Timestamp
+	(*WorkingDirectory)(nil),               // 16: tackle.v1.WorkingDirectory
+	(*Snapshot)(nil),                       // 17: tackle.v1.Snapshot
+	(*TrustInfo)(nil),                      // 18: tackle.v1.TrustInfo
+	(*BackgroundShell)(nil),                // 19: tackle.v1.BackgroundShell
+	(*RunningCall)(nil),                    // 20: tackle.v1.RunningCall
+	(*ContentBlock)(nil),                   // 21: tackle.v1.ContentBlock
+	(*ToolResult)(nil),                     // 22: tackle.v1.ToolResult
+	(*PermissionRequest)(nil),              // 23: tackle.v1.PermissionRequest
+	(*AgentRef)(nil),                       // 24: tackle.v1.AgentRef
+	(*AgentLink)(nil),                      // 25: tackle.v1.AgentLink
+	(*Subagent)(nil),                       // 26: tackle.v1.Subagent
+	(*PermissionOption)(nil),               // 27: tackle.v1.PermissionOption
+	(*PermissionResolved)(nil),             // 28: tackle.v1.PermissionResolved
+	(*HookRun)(nil),                        // 29: tackle.v1.HookRun
+	(*Event)(nil),                          // 30: tackle.v1.Event
+	(*McpAuth)(nil),                        // 31: tackle.v1.McpAuth
+	(*PromptInfo)(nil),                     // 32: tackle.v1.PromptInfo
+	(*Usage)(nil),                          // 33: tackle.v1.Usage
+	(*AssistantDelta)(nil),                 // 34: tackle.v1.AssistantDelta
+	(*ModelRetry)(nil),                     // 35: tackle.v1.ModelRetry
+	(*CreateSessionRequest)(nil),           // 36: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),          // 37: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),            // 38: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),           // 39: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),              // 40: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),             // 41: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),           // 42: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),          // 43: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),                 // 44: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                       // 45: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),               // 46: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),              // 47: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),        // 48: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),       // 49: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),                  // 50: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 51: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),                // 52: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),               // 53: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),              // 54: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),             // 55: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),         // 56: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),        // 57: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),               // 58: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),              // 59: tackle.v1.KillShellResponse
+	(*ListPendingPermissionsRequest)(nil),  // 60: tackle.v1.ListPendingPermissionsRequest
+	(*ListPendingPermissionsResponse)(nil), // 61: tackle.v1.ListPendingPermissionsResponse
+	(*ExplainRequest)(nil),                 // 62: tackle.v1.ExplainRequest
+	(*RuleSource)(nil),                     // 63: tackle.v1.RuleSource
+	(*ExplainStep)(nil),                    // 64: tackle.v1.ExplainStep
+	(*ExplainResponse)(nil),                // 65: tackle.v1.ExplainResponse
+	(*ListRulesRequest)(nil),               // 66: tackle.v1.ListRulesRequest
+	(*PermissionRule)(nil),                 // 67: tackle.v1.PermissionRule
+	(*RuleProblem)(nil),                    // 68: tackle.v1.RuleProblem
+	(*ListRulesResponse)(nil),              // 69: tackle.v1.ListRulesResponse
+	(*AuditRequest)(nil),                   // 70: tackle.v1.AuditRequest
+	(*AuditEntry)(nil),                     // 71: tackle.v1.AuditEntry
+	(*AuditResponse)(nil),                  // 72: tackle.v1.AuditResponse
+	(*TrustRequest)(nil),                   // 73: tackle.v1.TrustRequest
+	(*TrustResponse)(nil),                  // 74: tackle.v1.TrustResponse
+	(*UntrustRequest)(nil),                 // 75: tackle.v1.UntrustRequest
+	(*UntrustResponse)(nil),                // 76: tackle.v1.UntrustResponse
+	(*ListTrustedRequest)(nil),             // 77: tackle.v1.ListTrustedRequest
+	(*ListTrustedResponse)(nil),            // 78: tackle.v1.ListTrustedResponse
+	(*TrustedDir)(nil),                     // 79: tackle.v1.TrustedDir
+	(*McpServer)(nil),                      // 80: tackle.v1.McpServer
+	(*McpProblem)(nil),                     // 81: tackle.v1.McpProblem
+	(*ListMcpServersRequest)(nil),          // 82: tackle.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),         // 83: tackle.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),            // 84: tackle.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),           // 85: tackle.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),         // 86: tackle.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),        // 87: tackle.v1.RemoveMcpServerResponse
+	(*ReconnectMcpServerRequest)(nil),      // 88: tackle.v1.ReconnectMcpServerRequest
+	(*ReconnectMcpServerResponse)(nil),     // 89: tackle.v1.ReconnectMcpServerResponse
+	(*ApproveMcpServersRequest)(nil),       // 90: tackle.v1.ApproveMcpServersRequest
+	(*ApproveMcpServersResponse)(nil),      // 91: tackle.v1.ApproveMcpServersResponse
+	(*ReadMcpLogsRequest)(nil),             // 92: tackle.v1.ReadMcpLogsRequest
+	(*ReadMcpLogsResponse)(nil),            // 93: tackle.v1.ReadMcpLogsResponse
+	(*McpPromptArgument)(nil),              // 94: tackle.v1.McpPromptArgument
+	(*McpPrompt)(nil),                      // 95: tackle.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),          // 96: tackle.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),         // 97: tackle.v1.ListMcpPromptsResponse
+	(*GetPromptRequest)(nil),               // 98: tackle.v1.GetPromptRequest
+	(*PromptMessage)(nil),                  // 99: tackle.v1.PromptMessage
+	(*GetPromptResponse)(nil),              // 100: tackle.v1.GetPromptResponse
+	(*LoadToolsRequest)(nil),               // 101: tackle.v1.LoadToolsRequest
+	(*LoadToolsResponse)(nil),              // 102: tackle.v1.LoadToolsResponse
+	(*SkillInfo)(nil),                      // 103: tackle.v1.SkillInfo
+	(*SkillProblem)(nil),                   // 104: tackle.v1.SkillProblem
+	(*ListSkillsRequest)(nil),              // 105: tackle.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),             // 106: tackle.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),                // 107: tackle.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),               // 108: tackle.v1.GetSkillResponse
+	(*RenderSkillRequest)(nil),             // 109: tackle.v1.RenderSkillRequest
+	(*RenderSkillResponse)(nil),            // 110: tackle.v1.RenderSkillResponse
+	(*PromptRequest)(nil),                  // 111: tackle.v1.PromptRequest
+	(*PromptImage)(nil),                    // 112: tackle.v1.PromptImage
+	(*PromptAccepted)(nil),                 // 113: tackle.v1.PromptAccepted
+	nil,                                    // 114: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 115: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -9065,150 +9292,153 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	11,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
 	12,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
 	13,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
-	109, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
+	111, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
 	6,   // 7: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
-	16,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	29,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	17,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
+	30,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
 	10,  // 10: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
 	14,  // 11: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
-	111, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
+	113, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
 	0,   // 13: tackle.v1.Hello.role:type_name -> tackle.v1.Role
 	0,   // 14: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
 	8,   // 15: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,   // 16: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,   // 17: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	113, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	113, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	24,  // 20: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
-	15,  // 21: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	22,  // 22: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	19,  // 23: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	18,  // 24: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	17,  // 25: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	31,  // 26: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
-	31,  // 27: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
-	30,  // 28: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
-	113, // 29: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	113, // 30: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	20,  // 31: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	113, // 32: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	26,  // 33: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	23,  // 34: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
-	113, // 35: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
-	2,   // 36: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	113, // 37: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,   // 38: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	21,  // 39: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	22,  // 40: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	27,  // 41: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15,  // 42: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	18,  // 43: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	28,  // 44: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	31,  // 45: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
-	33,  // 46: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
-	34,  // 47: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
-	25,  // 48: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
-	30,  // 49: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
-	32,  // 50: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
-	15,  // 51: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15,  // 52: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15,  // 53: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	43,  // 54: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	44,  // 55: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12,  // 56: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	18,  // 57: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	18,  // 58: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	18,  // 59: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	22,  // 60: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	62,  // 61: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	63,  // 62: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	62,  // 63: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	62,  // 64: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	66,  // 65: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	67,  // 66: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	17,  // 67: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	113, // 68: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	70,  // 69: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	113, // 70: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	78,  // 71: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	79,  // 72: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	78,  // 73: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	92,  // 74: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	93,  // 75: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	112, // 76: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	20,  // 77: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	97,  // 78: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	101, // 79: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	102, // 80: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	101, // 81: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	110, // 82: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
-	3,   // 83: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	35,  // 84: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	37,  // 85: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	39,  // 86: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	41,  // 87: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	45,  // 88: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	47,  // 89: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	49,  // 90: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	51,  // 91: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	53,  // 92: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	55,  // 93: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	57,  // 94: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	59,  // 95: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	61,  // 96: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	65,  // 97: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	69,  // 98: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	72,  // 99: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	74,  // 100: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	76,  // 101: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	80,  // 102: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	82,  // 103: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	84,  // 104: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	86,  // 105: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	88,  // 106: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	90,  // 107: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	94,  // 108: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	96,  // 109: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	99,  // 110: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	103, // 111: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	105, // 112: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	107, // 113: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 114: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	36,  // 115: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	38,  // 116: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	40,  // 117: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	42,  // 118: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	46,  // 119: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	48,  // 120: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	50,  // 121: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	52,  // 122: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	54,  // 123: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	56,  // 124: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	58,  // 125: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	60,  // 126: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	64,  // 127: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	68,  // 128: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	71,  // 129: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	73,  // 130: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	75,  // 131: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	77,  // 132: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	81,  // 133: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	83,  // 134: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	85,  // 135: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	87,  // 136: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	89,  // 137: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	91,  // 138: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	95,  // 139: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	98,  // 140: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	100, // 141: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	104, // 142: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	106, // 143: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	108, // 144: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	114, // [114:145] is the sub-list for method output_type
-	83,  // [83:114] is the sub-list for method input_type
-	83,  // [83:83] is the sub-list for extension type_name
-	83,  // [83:83] is the sub-list for extension extendee
-	0,   // [0:83] is the sub-list for field type_name
+	115, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	115, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	25,  // 20: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
+	16,  // 21: tackle.v1.Session.settings_directories:type_name -> tackle.v1.WorkingDirectory
+	15,  // 22: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
+	23,  // 23: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	20,  // 24: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	19,  // 25: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	18,  // 26: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	32,  // 27: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	32,  // 28: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	31,  // 29: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
+	115, // 30: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	115, // 31: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	21,  // 32: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	115, // 33: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	27,  // 34: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	24,  // 35: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
+	115, // 36: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
+	2,   // 37: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	115, // 38: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,   // 39: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	22,  // 40: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	23,  // 41: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	28,  // 42: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15,  // 43: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	19,  // 44: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	29,  // 45: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	32,  // 46: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	34,  // 47: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	35,  // 48: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	26,  // 49: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
+	31,  // 50: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
+	33,  // 51: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	15,  // 52: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15,  // 53: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15,  // 54: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	44,  // 55: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	45,  // 56: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12,  // 57: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	19,  // 58: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	19,  // 59: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	19,  // 60: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	23,  // 61: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	63,  // 62: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	64,  // 63: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	16,  // 64: tackle.v1.ExplainResponse.working_directories:type_name -> tackle.v1.WorkingDirectory
+	63,  // 65: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	63,  // 66: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	67,  // 67: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	68,  // 68: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	18,  // 69: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	115, // 70: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	71,  // 71: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	79,  // 72: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
+	115, // 73: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	80,  // 74: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	81,  // 75: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	80,  // 76: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	94,  // 77: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	95,  // 78: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	114, // 79: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	21,  // 80: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	99,  // 81: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	103, // 82: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	104, // 83: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	103, // 84: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	112, // 85: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 86: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	36,  // 87: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	38,  // 88: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	40,  // 89: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	42,  // 90: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	46,  // 91: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	48,  // 92: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	50,  // 93: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	52,  // 94: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	54,  // 95: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	56,  // 96: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	58,  // 97: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	60,  // 98: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	62,  // 99: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	66,  // 100: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	70,  // 101: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	73,  // 102: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	75,  // 103: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	77,  // 104: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	82,  // 105: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	84,  // 106: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	86,  // 107: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	88,  // 108: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	90,  // 109: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	92,  // 110: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	96,  // 111: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	98,  // 112: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	101, // 113: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	105, // 114: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	107, // 115: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	109, // 116: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 117: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	37,  // 118: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	39,  // 119: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	41,  // 120: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	43,  // 121: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	47,  // 122: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	49,  // 123: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	51,  // 124: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	53,  // 125: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	55,  // 126: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	57,  // 127: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	59,  // 128: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	61,  // 129: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	65,  // 130: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	69,  // 131: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	72,  // 132: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	74,  // 133: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	76,  // 134: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	78,  // 135: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	83,  // 136: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	85,  // 137: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	87,  // 138: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	89,  // 139: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	91,  // 140: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	93,  // 141: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	97,  // 142: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	100, // 143: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	102, // 144: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	106, // 145: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	108, // 146: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	110, // 147: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	117, // [117:148] is the sub-list for method output_type
+	86,  // [86:117] is the sub-list for method input_type
+	86,  // [86:86] is the sub-list for extension type_name
+	86,  // [86:86] is the sub-list for extension extendee
+	0,   // [0:86] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -9239,7 +9469,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   110,
+			NumMessages:   112,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
