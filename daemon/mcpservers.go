@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -111,8 +112,16 @@ func (l *mcpLayer) sync(sess *session.Session) {
 	root := sess.Root()
 	servers, problems := l.d.loader.MCPServers(root, sess.Environ(), sess.MCPConfig(), l.d.trust.Trusted(root))
 	startup := l.settings(sess).StartupTimeout
+	st, _ := l.d.loader.Load(root)
+	env := st.Env() // settings' env (trust-filtered) under each stdio server's own, as Claude Code does
 	for i := range servers {
 		servers[i].StartupTimeout = startup
+		if servers[i].Type == "stdio" && len(env) > 0 {
+			merged := make(map[string]string, len(env)+len(servers[i].Env))
+			maps.Copy(merged, env)
+			maps.Copy(merged, servers[i].Env)
+			servers[i].Env = merged
+		}
 	}
 	l.mgr.Use(sess.ID(), servers, sess.WorkingDirs())
 	var lines []string
@@ -318,7 +327,7 @@ func (l *mcpLayer) view(st mcp.Status, cfg *config.MCPServer) server.MCPServer {
 		Name: st.Name, Scope: st.Scope, Source: st.Source, Transport: st.Transport, State: string(st.State),
 		Error: st.Error, PID: st.PID, Tools: st.Tools, Resources: st.Resources, Prompts: st.Prompts,
 		Restarts: st.Restarts, Sessions: st.Sessions, Since: st.Since, LogPath: st.LogPath, ServerInfo: st.ServerInfo,
-		AuthURL: st.AuthURL, Authorized: st.Authorized,
+		AuthURL: st.AuthURL, Authorized: st.Authorized, RetryAt: st.RetryAt, Attempts: st.Attempts,
 	}
 	if cfg != nil {
 		out.Warnings = cfg.Warnings

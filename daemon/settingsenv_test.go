@@ -14,6 +14,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/fakemodel"
+	"github.com/tackle-agent/tackle/internal/testpeers"
 )
 
 // These tests wire two Claude Code settings into sessions: "env" (every
@@ -281,5 +282,26 @@ func TestSettingsDirectoriesAndEnvInSandbox(t *testing.T) {
 	tr = s.call("Bash", bash("echo x > "+filepath.Join(outside, "new.txt")), "")
 	if !strings.Contains(resultText(tr.result), "Read-only file system") {
 		t.Errorf("a write outside every working directory: %s", resultText(tr.result))
+	}
+}
+
+// A stdio MCP server gets the settings' env under its own entry's env
+// (its own values win), as Claude Code starts them.
+func TestSettingsEnvReachesMCPServers(t *testing.T) {
+	d := daemontest.Start(t)
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), mustJSON(t, map[string]any{
+		"env": map[string]any{"TK_FROM_SETTINGS": "settings", "TK_BOTH": "settings"},
+		"mcpServers": map[string]any{"ev": map[string]any{"command": bin, "args": []string{"stdio"},
+			"env": map[string]any{"TK_BOTH": "entry"}}},
+	}))
+	dir := t.TempDir()
+	id := sessionWithEnv(t, d, dir, []string{"PATH=" + os.Getenv("PATH")})
+	s := attach(t, d, id)
+	s.waitConnected(d, "ev")
+	tr := s.call("mcp__ev__get-env", `{}`, "bypassPermissions")
+	out := resultText(tr.result)
+	if tr.result.GetStatus() != "completed" || !strings.Contains(out, `"TK_FROM_SETTINGS": "settings"`) || !strings.Contains(out, `"TK_BOTH": "entry"`) {
+		t.Fatalf("get-env = %s %v", out, tr.result)
 	}
 }

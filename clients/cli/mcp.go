@@ -107,6 +107,8 @@ type mcpServerJSON struct {
 	ToolNames  []string `json:"tool_names,omitempty"`
 	AuthURL    string   `json:"auth_url,omitempty"`
 	Authorized bool     `json:"authorized,omitempty"`
+	RetryAt    string   `json:"retry_at,omitempty"`
+	Attempts   int32    `json:"attempts,omitempty"`
 }
 
 func mcpServerToJSON(s *tacklev1.McpServer) mcpServerJSON {
@@ -116,7 +118,7 @@ func mcpServerToJSON(s *tacklev1.McpServer) mcpServerJSON {
 		Tools: s.GetTools(), Resources: s.GetResources(), Prompts: s.GetPrompts(),
 		Sessions: s.GetSessions(), Restarts: s.GetRestarts(), LogPath: s.GetLogPath(),
 		ServerInfo: s.GetServerInfo(), Warnings: s.GetWarnings(), ToolNames: s.GetToolNames(),
-		AuthURL: s.GetAuthUrl(), Authorized: s.GetAuthorized(),
+		AuthURL: s.GetAuthUrl(), Authorized: s.GetAuthorized(), RetryAt: timeJSON(s.GetRetryAt()), Attempts: s.GetAttempts(),
 	}
 	if out.Sessions == nil {
 		out.Sessions = []string{}
@@ -176,7 +178,10 @@ func (a *app) mcpListCommand() *cobra.Command {
 				}
 				for _, s := range resp.GetServers() {
 					if s.GetError() != "" {
-						fmt.Fprintf(a.stdout, "  %s: %s\n", s.GetName(), s.GetError())
+						fmt.Fprintf(a.stdout, "  %s: %s%s\n", s.GetName(), s.GetError(), retryNote(s))
+					}
+					for _, w := range s.GetWarnings() {
+						fmt.Fprintf(a.stdout, "  %s: warning: %s\n", s.GetName(), w)
 					}
 				}
 				return nil
@@ -187,6 +192,18 @@ func (a *app) mcpListCommand() *cobra.Command {
 	cmd.Flags().BoolVar(&all, "all", false, "every server the daemon holds, for every session")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array")
 	return cmd
+}
+
+// retryNote says when an unreachable remote server is tried next.
+func retryNote(s *tacklev1.McpServer) string {
+	if s.GetRetryAt() == nil {
+		return ""
+	}
+	d := time.Until(s.GetRetryAt().AsTime()).Round(time.Second)
+	if d < time.Second {
+		return "; retrying now"
+	}
+	return fmt.Sprintf("; retrying in %d s", int(d/time.Second))
 }
 
 func problemLine(p *tacklev1.McpProblem) string {
@@ -247,7 +264,7 @@ func (a *app) mcpGetCommand() *cobra.Command {
 				}
 				row("Name", j.Name)
 				row("State", j.State)
-				row("Error", j.Error)
+				row("Error", j.Error+retryNote(s))
 				row("Scope", j.Scope)
 				row("Source", j.Source)
 				row("Transport", j.Transport)

@@ -20,6 +20,7 @@ type statusJSON struct {
 	Clients         uint32 `json:"clients"`
 	ProtocolVersion uint32 `json:"protocol_version"`
 	RSSBytes        int64  `json:"rss_bytes"`
+	PreviousExit    string `json:"previous_exit,omitempty"`
 }
 
 func (a *app) statusCommand() *cobra.Command {
@@ -44,6 +45,7 @@ func (a *app) statusCommand() *cobra.Command {
 					Clients:         st.GetClients(),
 					ProtocolVersion: st.GetProtocolVersion(),
 					RSSBytes:        st.GetRssBytes(),
+					PreviousExit:    st.GetPreviousExit(),
 				}
 				if out.Socket == "" {
 					out.Socket = c.Socket()
@@ -59,6 +61,9 @@ func (a *app) statusCommand() *cobra.Command {
 				fmt.Fprintf(w, "sessions  %d\n", out.Sessions)
 				fmt.Fprintf(w, "clients   %d\n", out.Clients)
 				fmt.Fprintf(w, "memory    %.1f MB\n", float64(out.RSSBytes)/(1<<20))
+				if out.PreviousExit != "" {
+					fmt.Fprintf(w, "note      %s\n", out.PreviousExit)
+				}
 				return nil
 			})
 		}),

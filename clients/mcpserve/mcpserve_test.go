@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -955,5 +956,53 @@ func waitRunning(t *testing.T, f *fixture, sid, tool string) {
 		if e := m.GetEvent(); e.GetType() == "call_progress" && e.GetTool() == tool {
 			return
 		}
+	}
+}
+
+// Every served MCP tool has its server's own title, description,
+// annotations and output schema, as a client connected to the server
+// itself sees them.
+func TestToolMetadataUnchanged(t *testing.T) {
+	f := start(t, nil)
+	s := f.serve(mcpserve.Options{}, "test-client", nil)
+	served := s.tools(t)
+
+	ctx := t.Context()
+	direct := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, nil)
+	cs, err := direct.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(testpeers.Bin(t, "mcp-server-everything"), "stdio")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withMeta := 0
+	for _, want := range res.Tools {
+		got := served["ev__"+want.Name]
+		if got == nil {
+			t.Errorf("%s is not served", want.Name)
+			continue
+		}
+		if got.Title != want.Title || got.Description != want.Description {
+			t.Errorf("%s: title %q, description %q; the server's: %q, %q", want.Name, got.Title, got.Description, want.Title, want.Description)
+		}
+		wa, _ := json.Marshal(want.Annotations)
+		ga, _ := json.Marshal(got.Annotations)
+		if string(wa) != string(ga) {
+			t.Errorf("%s: annotations %s; the server's %s", want.Name, ga, wa)
+		}
+		wo, _ := json.Marshal(want.OutputSchema)
+		gout, _ := json.Marshal(got.OutputSchema)
+		if string(wo) != string(gout) {
+			t.Errorf("%s: output schema %s; the server's %s", want.Name, gout, wo)
+		}
+		if want.Annotations != nil || want.OutputSchema != nil || want.Title != "" {
+			withMeta++
+		}
+	}
+	if withMeta == 0 {
+		t.Fatal("server-everything sent no titles, annotations or output schemas: the test proves nothing")
 	}
 }

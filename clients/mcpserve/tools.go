@@ -95,18 +95,32 @@ func servedName(info *tacklev1.ToolInfo) string {
 }
 
 // toMCPTool describes a tackle tool as an MCP tool: the schema as the
-// daemon has it (the server's, for an MCP tool), the description, and the
-// annotations the daemon keeps (read-only, destructive). Annotations tackle
-// does not keep (title, idempotent, open world, an output schema) are not
-// invented.
+// daemon has it (the server's, for an MCP tool), and for an MCP tool its
+// server's own title, description (unshortened), annotations and output
+// schema; a built-in gets the annotations the daemon knows (read-only,
+// destructive), nothing invented.
 func toMCPTool(info *tacklev1.ToolInfo, served string) (*mcp.Tool, error) {
 	schema, err := objectSchema(info.GetInputSchemaJson())
 	if err != nil {
 		return nil, err
 	}
+	desc := info.GetDescription()
+	if d := info.GetOriginalDescription(); d != "" {
+		desc = d
+	}
 	t := &mcp.Tool{
-		Name: served, Description: info.GetDescription(), InputSchema: schema,
+		Name: served, Title: info.GetTitle(), Description: desc, InputSchema: schema,
 		Meta: mcp.Meta{"tackle/tool": info.GetName(), "tackle/origin": info.GetAttributes().GetOrigin()},
+	}
+	if raw := info.GetOutputSchemaJson(); raw != "" && json.Valid([]byte(raw)) {
+		t.OutputSchema = json.RawMessage(raw)
+	}
+	if raw := info.GetAnnotationsJson(); raw != "" {
+		var an mcp.ToolAnnotations
+		if err := json.Unmarshal([]byte(raw), &an); err == nil {
+			t.Annotations = &an
+			return t, nil
+		}
 	}
 	if a := info.GetAttributes(); a.GetReadOnly() || a.GetDestructive() {
 		t.Annotations = &mcp.ToolAnnotations{ReadOnlyHint: a.GetReadOnly()}

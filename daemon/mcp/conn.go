@@ -768,7 +768,7 @@ func (c *Conn) retryRemote(cause error) bool {
 	d += time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
 	c.retryAt = time.Now().Add(d)
 	c.mu.Unlock()
-	c.setState(Failed, fmt.Sprintf("%v; retrying in %s (attempt %d)", cause, roundDelay(d), n))
+	c.setState(Failed, fmt.Sprintf("%v (attempt %d; tried again by itself, next in %s)", cause, n, roundDelay(d)))
 	ok := c.waitWake(d)
 	c.mu.Lock()
 	c.retryAt = time.Time{}

@@ -706,7 +706,7 @@ func TestHTTPServerDownAtStartIsRetried(t *testing.T) {
 		st = c.Status()
 		return st.State == Failed && st.Attempts >= 3
 	})
-	if !strings.Contains(st.Error, "retrying in") || !strings.Contains(st.Error, "(attempt ") || st.RetryAt.IsZero() {
+	if !strings.Contains(st.Error, "tried again by itself") || !strings.Contains(st.Error, "(attempt ") || st.RetryAt.IsZero() {
 		t.Fatalf("status while down: %+v", st)
 	}
 	if d := time.Until(st.RetryAt); d > 400*time.Millisecond {

@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -98,11 +99,26 @@ const maxCachedSpecs = 20000
 // specOf returns the spec of t, a tool of server's current list.
 func (m *Manager) specOf(server string, t *mcpsdk.Tool) tool.Spec {
 	build := func() tool.Spec {
-		return tool.Spec{
+		sp := tool.Spec{
 			Name:        ToolName(server, t.Name),
 			Description: cutDescription(t.Description),
 			InputSchema: inputSchema(t.InputSchema),
+			Title:       t.Title,
 		}
+		if sp.Description != t.Description {
+			sp.OriginalDescription = t.Description
+		}
+		if t.Annotations != nil {
+			if b, err := json.Marshal(t.Annotations); err == nil {
+				sp.Annotations = b
+			}
+		}
+		if t.OutputSchema != nil {
+			if b, err := json.Marshal(t.OutputSchema); err == nil && string(b) != "null" {
+				sp.OutputSchema = b
+			}
+		}
+		return sp
 	}
 	if m == nil {
 		return build()

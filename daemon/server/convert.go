@@ -295,6 +295,11 @@ func toolToProto(t tool.Tool, deferred, loaded, all bool) *tacklev1.ToolInfo {
 		Loaded:      loaded,
 		Attributes:  attributesToProto(attrs),
 		Aliases:     spec.Aliases,
+		Title:       spec.Title,
+		// Empty stays empty, not "null".
+		AnnotationsJson:     string(spec.Annotations),
+		OutputSchemaJson:    string(spec.OutputSchema),
+		OriginalDescription: spec.OriginalDescription,
 	}
 	if info.Loaded || all {
 		info.InputSchemaJson = string(spec.InputSchema)

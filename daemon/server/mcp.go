@@ -47,6 +47,10 @@ type MCPServer struct {
 	// says a token is held.
 	AuthURL    string
 	Authorized bool
+	// RetryAt is when an unreachable remote server is tried next;
+	// Attempts the failed tries since it last worked.
+	RetryAt  time.Time
+	Attempts int
 }
 
 // MCPProblem is a broken MCP file or entry.
@@ -106,6 +110,10 @@ func mcpServerToProto(m MCPServer) *tacklev1.McpServer {
 	if !m.Since.IsZero() {
 		out.Since = timestamppb.New(m.Since)
 	}
+	if !m.RetryAt.IsZero() {
+		out.RetryAt = timestamppb.New(m.RetryAt)
+	}
+	out.Attempts = int32(m.Attempts)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -229,6 +230,8 @@ func (s *Server) Status(context.Context, *tacklev1.StatusRequest) (*tacklev1.Sta
 		Clients:         uint32(s.clients.Load()),
 		ProtocolVersion: ProtocolVersion,
 		RssBytes:        rss(),
+		PreviousExit:    s.opts.PreviousExit,
+		Goroutines:      int32(runtime.NumGoroutine()),
 	}, nil
 }
 

@@ -23,6 +23,13 @@ type Spec struct {
 	Description string
 	// InputSchema is a JSON Schema (draft 2020-12 unless it says otherwise) for the input object.
 	InputSchema json.RawMessage
+	// An MCP tool's own title, annotations and output schema as its server
+	// sent them, and its description before it was shortened for the model
+	// ("" when not shortened): what tackle mcp serve passes on.
+	Title               string
+	Annotations         json.RawMessage
+	OutputSchema        json.RawMessage
+	OriginalDescription string
 }
 
 // Origin values for Attributes.Origin. MCP tools use "mcp:" + server name.

@@ -3856,8 +3856,15 @@ type ToolInfo struct {
 	Loaded          bool            `protobuf:"varint,4,opt,name=loaded,proto3" json:"loaded,omitempty"`
 	Attributes      *ToolAttributes `protobuf:"bytes,5,opt,name=attributes,proto3" json:"attributes,omitempty"`
 	Aliases         []string        `protobuf:"bytes,6,rep,name=aliases,proto3" json:"aliases,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// An MCP tool's title, annotations (JSON) and output schema (JSON) as
+	// its server sent them, and its description before it was shortened
+	// for the model (empty when it was not).
+	Title               string `protobuf:"bytes,7,opt,name=title,proto3" json:"title,omitempty"`
+	AnnotationsJson     string `protobuf:"bytes,8,opt,name=annotations_json,json=annotationsJson,proto3" json:"annotations_json,omitempty"`
+	OutputSchemaJson    string `protobuf:"bytes,9,opt,name=output_schema_json,json=outputSchemaJson,proto3" json:"output_schema_json,omitempty"`
+	OriginalDescription string `protobuf:"bytes,10,opt,name=original_description,json=originalDescription,proto3" json:"original_description,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ToolInfo) Reset() {
@@ -3930,6 +3937,34 @@ func (x *ToolInfo) GetAliases() []string {
 		return x.Aliases
 	}
 	return nil
+}
+
+func (x *ToolInfo) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetAnnotationsJson() string {
+	if x != nil {
+		return x.AnnotationsJson
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetOutputSchemaJson() string {
+	if x != nil {
+		return x.OutputSchemaJson
+	}
+	return ""
+}
+
+func (x *ToolInfo) GetOriginalDescription() string {
+	if x != nil {
+		return x.OriginalDescription
+	}
+	return ""
 }
 
 // ListToolsRequest names the session (or a cwd for its default session).
@@ -4205,8 +4240,13 @@ type StatusResponse struct {
 	Clients         uint32                 `protobuf:"varint,7,opt,name=clients,proto3" json:"clients,omitempty"`
 	ProtocolVersion uint32                 `protobuf:"varint,8,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	RssBytes        int64                  `protobuf:"varint,9,opt,name=rss_bytes,json=rssBytes,proto3" json:"rss_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// previous_exit says how the daemon before this one ended when it did
+	// not stop cleanly (killed, or its crash trace's first line).
+	PreviousExit string `protobuf:"bytes,10,opt,name=previous_exit,json=previousExit,proto3" json:"previous_exit,omitempty"`
+	// goroutines is the daemon's goroutine count (for leak checks).
+	Goroutines    int32 `protobuf:"varint,11,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
@@ -4298,6 +4338,20 @@ func (x *StatusResponse) GetProtocolVersion() uint32 {
 func (x *StatusResponse) GetRssBytes() int64 {
 	if x != nil {
 		return x.RssBytes
+	}
+	return 0
+}
+
+func (x *StatusResponse) GetPreviousExit() string {
+	if x != nil {
+		return x.PreviousExit
+	}
+	return ""
+}
+
+func (x *StatusResponse) GetGoroutines() int32 {
+	if x != nil {
+		return x.Goroutines
 	}
 	return 0
 }
@@ -6065,8 +6119,12 @@ type McpServer struct {
 	ToolNames []string `protobuf:"bytes,18,rep,name=tool_names,json=toolNames,proto3" json:"tool_names,omitempty"`
 	// auth_url is the OAuth authorisation URL while a flow waits for a
 	// person; authorized says tackle holds a token for the server.
-	AuthUrl       string `protobuf:"bytes,19,opt,name=auth_url,json=authUrl,proto3" json:"auth_url,omitempty"`
-	Authorized    bool   `protobuf:"varint,20,opt,name=authorized,proto3" json:"authorized,omitempty"`
+	AuthUrl    string `protobuf:"bytes,19,opt,name=auth_url,json=authUrl,proto3" json:"auth_url,omitempty"`
+	Authorized bool   `protobuf:"varint,20,opt,name=authorized,proto3" json:"authorized,omitempty"`
+	// retry_at is when an unreachable remote server is tried next (unset when
+	// no retry waits); attempts counts the failed tries since it last worked.
+	RetryAt       *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"`
+	Attempts      int32                  `protobuf:"varint,22,opt,name=attempts,proto3" json:"attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6239,6 +6297,20 @@ func (x *McpServer) GetAuthorized() bool {
 		return x.Authorized
 	}
 	return false
+}
+
+func (x *McpServer) GetRetryAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RetryAt
+	}
+	return nil
+}
+
+func (x *McpServer) GetAttempts() int32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
 }
 
 // McpProblem is a broken MCP file or server entry.
@@ -8742,7 +8814,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\vinteractive\x18\x04 \x01(\bR\vinteractive\x12\x1a\n" +
 	"\bdeferred\x18\x05 \x01(\bR\bdeferred\x12\x16\n" +
 	"\x06origin\x18\x06 \x01(\tR\x06origin\x12(\n" +
-	"\x10max_result_chars\x18\a \x01(\x03R\x0emaxResultChars\"\xd9\x01\n" +
+	"\x10max_result_chars\x18\a \x01(\x03R\x0emaxResultChars\"\xfb\x02\n" +
 	"\bToolInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12*\n" +
@@ -8751,7 +8823,12 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"attributes\x18\x05 \x01(\v2\x19.tackle.v1.ToolAttributesR\n" +
 	"attributes\x12\x18\n" +
-	"\aaliases\x18\x06 \x03(\tR\aaliases\"U\n" +
+	"\aaliases\x18\x06 \x03(\tR\aaliases\x12\x14\n" +
+	"\x05title\x18\a \x01(\tR\x05title\x12)\n" +
+	"\x10annotations_json\x18\b \x01(\tR\x0fannotationsJson\x12,\n" +
+	"\x12output_schema_json\x18\t \x01(\tR\x10outputSchemaJson\x121\n" +
+	"\x14original_description\x18\n" +
+	" \x01(\tR\x13originalDescription\"U\n" +
 	"\x10ListToolsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -8767,7 +8844,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x18AnswerPermissionResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x0f\n" +
-	"\rStatusRequest\"\x94\x02\n" +
+	"\rStatusRequest\"\xd9\x02\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x19\n" +
 	"\bbuild_id\x18\x02 \x01(\tR\abuildId\x12\x10\n" +
@@ -8777,7 +8854,12 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\bsessions\x18\x06 \x01(\rR\bsessions\x12\x18\n" +
 	"\aclients\x18\a \x01(\rR\aclients\x12)\n" +
 	"\x10protocol_version\x18\b \x01(\rR\x0fprotocolVersion\x12\x1b\n" +
-	"\trss_bytes\x18\t \x01(\x03R\brssBytes\"\x11\n" +
+	"\trss_bytes\x18\t \x01(\x03R\brssBytes\x12#\n" +
+	"\rprevious_exit\x18\n" +
+	" \x01(\tR\fpreviousExit\x12\x1e\n" +
+	"\n" +
+	"goroutines\x18\v \x01(\x05R\n" +
+	"goroutines\"\x11\n" +
 	"\x0fShutdownRequest\"\x12\n" +
 	"\x10ShutdownResponse\"2\n" +
 	"\x11ListShellsRequest\x12\x1d\n" +
@@ -8907,7 +8989,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"TrustedDir\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x16\n" +
 	"\x06source\x18\x02 \x01(\tR\x06source\x12!\n" +
-	"\fallow_bypass\x18\x03 \x01(\bR\vallowBypass\"\xab\x04\n" +
+	"\fallow_bypass\x18\x03 \x01(\bR\vallowBypass\"\xfe\x04\n" +
 	"\tMcpServer\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x16\n" +
@@ -8933,7 +9015,9 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\bauth_url\x18\x13 \x01(\tR\aauthUrl\x12\x1e\n" +
 	"\n" +
 	"authorized\x18\x14 \x01(\bR\n" +
-	"authorized\"R\n" +
+	"authorized\x125\n" +
+	"\bretry_at\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\aretryAt\x12\x1a\n" +
+	"\battempts\x18\x16 \x01(\x05R\battempts\"R\n" +
 	"\n" +
 	"McpProblem\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
@@ -9360,85 +9444,86 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	71,  // 71: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
 	79,  // 72: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
 	115, // 73: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	80,  // 74: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	81,  // 75: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	80,  // 76: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	94,  // 77: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	95,  // 78: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	114, // 79: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	21,  // 80: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	99,  // 81: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	103, // 82: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	104, // 83: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	103, // 84: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	112, // 85: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
-	3,   // 86: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	36,  // 87: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	38,  // 88: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	40,  // 89: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	42,  // 90: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	46,  // 91: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	48,  // 92: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	50,  // 93: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	52,  // 94: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	54,  // 95: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	56,  // 96: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	58,  // 97: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	60,  // 98: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	62,  // 99: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	66,  // 100: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	70,  // 101: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	73,  // 102: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	75,  // 103: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	77,  // 104: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	82,  // 105: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	84,  // 106: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	86,  // 107: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	88,  // 108: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	90,  // 109: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	92,  // 110: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	96,  // 111: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	98,  // 112: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	101, // 113: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	105, // 114: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	107, // 115: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	109, // 116: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 117: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	37,  // 118: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	39,  // 119: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	41,  // 120: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	43,  // 121: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	47,  // 122: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	49,  // 123: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	51,  // 124: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	53,  // 125: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	55,  // 126: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	57,  // 127: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	59,  // 128: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	61,  // 129: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	65,  // 130: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	69,  // 131: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	72,  // 132: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	74,  // 133: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	76,  // 134: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	78,  // 135: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	83,  // 136: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	85,  // 137: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	87,  // 138: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	89,  // 139: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	91,  // 140: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	93,  // 141: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	97,  // 142: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	100, // 143: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	102, // 144: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	106, // 145: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	108, // 146: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	110, // 147: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	117, // [117:148] is the sub-list for method output_type
-	86,  // [86:117] is the sub-list for method input_type
-	86,  // [86:86] is the sub-list for extension type_name
-	86,  // [86:86] is the sub-list for extension extendee
-	0,   // [0:86] is the sub-list for field type_name
+	115, // 74: tackle.v1.McpServer.retry_at:type_name -> google.protobuf.Timestamp
+	80,  // 75: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	81,  // 76: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	80,  // 77: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	94,  // 78: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	95,  // 79: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	114, // 80: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	21,  // 81: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	99,  // 82: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	103, // 83: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	104, // 84: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	103, // 85: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	112, // 86: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 87: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	36,  // 88: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	38,  // 89: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	40,  // 90: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	42,  // 91: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	46,  // 92: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	48,  // 93: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	50,  // 94: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	52,  // 95: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	54,  // 96: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	56,  // 97: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	58,  // 98: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	60,  // 99: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	62,  // 100: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	66,  // 101: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	70,  // 102: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	73,  // 103: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	75,  // 104: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	77,  // 105: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	82,  // 106: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	84,  // 107: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	86,  // 108: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	88,  // 109: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	90,  // 110: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	92,  // 111: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	96,  // 112: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	98,  // 113: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	101, // 114: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	105, // 115: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	107, // 116: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	109, // 117: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 118: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	37,  // 119: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	39,  // 120: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	41,  // 121: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	43,  // 122: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	47,  // 123: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	49,  // 124: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	51,  // 125: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	53,  // 126: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	55,  // 127: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	57,  // 128: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	59,  // 129: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	61,  // 130: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	65,  // 131: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	69,  // 132: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	72,  // 133: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	74,  // 134: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	76,  // 135: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	78,  // 136: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	83,  // 137: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	85,  // 138: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	87,  // 139: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	89,  // 140: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	91,  // 141: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	93,  // 142: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	97,  // 143: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	100, // 144: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	102, // 145: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	106, // 146: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	108, // 147: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	110, // 148: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	118, // [118:149] is the sub-list for method output_type
+	87,  // [87:118] is the sub-list for method input_type
+	87,  // [87:87] is the sub-list for extension type_name
+	87,  // [87:87] is the sub-list for extension extendee
+	0,   // [0:87] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
