@@ -20,6 +20,7 @@ type statusJSON struct {
 	Socket        string `json:"socket"`
 	UptimeSeconds *int64 `json:"uptime_seconds"`
 	Sessions      *int   `json:"sessions"`
+	PreviousExit  string `json:"previous_exit"`
 }
 
 type resultJSON struct {

@@ -78,6 +78,22 @@ func (d *loadDaemon) fdList() []string {
 	return out
 }
 
+// goroutines asks the daemon for its goroutine count on a connection of
+// its own (closed after, so each measure counts the same).
+func (d *loadDaemon) goroutines(t *testing.T, ctx context.Context) int {
+	t.Helper()
+	c, err := client.Dial(ctx, &client.Options{Socket: d.socket, NoAutostart: true, ClientName: "count"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(st.GetGoroutines())
+}
+
 func (d *loadDaemon) fds(t *testing.T) int {
 	t.Helper()
 	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", d.cmd.Process.Pid))
@@ -153,12 +169,14 @@ func TestLoadTwentyClients(t *testing.T) {
 		}
 	}
 
-	// One answerer per session allows every permission request it sees.
+	// One answerer per session, on a client of its own, allows every
+	// permission request it sees.
+	ac := d.dial(t, ctx)
 	actx, stopAnswer := context.WithCancel(ctx)
 	defer stopAnswer()
 	var answered sync.WaitGroup
 	for _, id := range ids {
-		s, err := c.Attach(actx, tacklev1.Role_ROLE_CONTROLLER)
+		s, err := ac.Attach(actx, tacklev1.Role_ROLE_CONTROLLER)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,6 +244,7 @@ func TestLoadTwentyClients(t *testing.T) {
 	time.Sleep(6 * time.Second) // the daemon's idle trim (5 s) has run
 	baseFDs, baseRSS := d.fds(t), d.rss(t)
 	baseList := d.fdList()
+	baseG := d.goroutines(t, ctx)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
@@ -328,13 +347,17 @@ func TestLoadTwentyClients(t *testing.T) {
 
 	// Streams closed, the daemon idle: descriptors back, RSS close.
 	c.Close()
-	var fds int
+	ac.Close()
+	var fds, gs int
 	var rss int64
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		fds, rss = d.fds(t), d.rss(t)
-		if (fds <= baseFDs && rss <= baseRSS+10<<20) || time.Now().After(end) {
+		fds, rss, gs = d.fds(t), d.rss(t), d.goroutines(t, ctx)
+		if (fds <= baseFDs && rss <= baseRSS+10<<20 && gs <= baseG) || time.Now().After(end) {
 			break
 		}
+	}
+	if gs > baseG {
+		t.Errorf("%d goroutines after the load, %d before", gs, baseG)
 	}
 	if fds > baseFDs {
 		t.Errorf("%d open descriptors after the load, %d before:\nbefore %v\nafter  %v", fds, baseFDs, baseList, d.fdList())
@@ -342,7 +365,7 @@ func TestLoadTwentyClients(t *testing.T) {
 	if rss > baseRSS+10<<20 {
 		t.Errorf("RSS %d MB after the load, %d MB before", rss>>20, baseRSS>>20)
 	}
-	t.Logf("descriptors %d → %d, RSS %d → %d MB", baseFDs, fds, baseRSS>>20, rss>>20)
+	t.Logf("descriptors %d → %d, goroutines %d → %d, RSS %d → %d MB", baseFDs, fds, baseG, gs, baseRSS>>20, rss>>20)
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid)); err == nil {
 		for _, l := range strings.Split(string(b), "\n") {
 			if strings.HasPrefix(l, "Rss") {
