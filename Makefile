@@ -49,12 +49,12 @@ test: deps tools ## run every test (unit, daemon, CLI, integration, the Neovim p
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd internal/modeloracle && $(GO) test -race -count=1 ./...
 	bash scripts/nvim-test.sh
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 FUZZTIME ?= 20s
-fuzz: ## run the fuzz targets for FUZZTIME each (rule parsing, the Bash analysis)
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./daemon/permission/
-	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./daemon/tools/shell/
+TEST_FUZZTIME ?= 1s
+fuzz: ## run every fuzz target (scripts/fuzz.sh finds them; FUZZ=regexp picks) for FUZZTIME each; make test: TEST_FUZZTIME each
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
 
 integration: deps tools ## run the integration suite against the real binaries
 	$(GO) test -count=1 -timeout 10m ./integration/...
@@ -72,10 +72,12 @@ check-generate: generate ## fail when gen/ is not what proto/ generates
 	@git diff --exit-code -- gen/ && test -z "$$(git status --porcelain -- gen/)" || \
 	  { echo "gen/ is stale: run 'make generate' and commit"; exit 1; }
 
-lint: tools ## buf lint, go vet, gofmt
+lint: tools ## buf lint, go vet, gofmt, go mod tidy leaves go.mod and go.sum unchanged
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf lint
 	$(GO) vet $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/')); test -z "$$out" || { echo "gofmt:"; echo "$$out"; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy"; exit 1; }
+	@cd internal/modeloracle && $(GO) mod tidy -diff || { echo "internal/modeloracle: go.mod/go.sum are not tidy: run go mod tidy there"; exit 1; }
 
 bench: deps build ## benchmarks against the reference tools, printed as ratios
 	@bash scripts/bench.sh
