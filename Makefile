@@ -49,12 +49,12 @@ test: deps tools ## run every test (unit, daemon, CLI, integration, the Neovim p
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd internal/modeloracle && $(GO) test -race -count=1 ./...
 	bash scripts/nvim-test.sh
-	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+	@$(MAKE) --no-print-directory fuzz
 
 FUZZTIME ?= 20s
-TEST_FUZZTIME ?= 1s
-fuzz: ## run every fuzz target (scripts/fuzz.sh finds them; FUZZ=regexp picks) for FUZZTIME each; make test: TEST_FUZZTIME each
-	@GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+fuzz: ## run the fuzz targets for FUZZTIME each (rule parsing, the Bash analysis)
+	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./daemon/permission/
+	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./daemon/tools/shell/
 
 integration: deps tools ## run the integration suite against the real binaries
 	$(GO) test -count=1 -timeout 10m ./integration/...
