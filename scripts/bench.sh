@@ -25,6 +25,7 @@ run -bench 'DecideCompoundBash' -benchtime 20000x ./daemon/permission/
 run -bench 'NoHooks' -benchtime 200000x ./daemon/hook/
 run -bench 'NoopCommandHook' -benchtime 300x ./daemon/hook/
 run -bench 'MCPEcho' -benchtime 500x -count 3 ./integration/
+run -bench 'McpServeEcho' -benchtime 500x -count 3 ./integration/
 run -bench 'StartTen' -benchtime 3x ./daemon/mcp/
 run -bench 'ListTools500MCP' -benchtime 300x ./integration/
 run -bench 'Search2000$|ToolRun2000' -benchtime 500x ./daemon/toolsearch/
@@ -97,6 +98,11 @@ for kind in ["Stdio", "HTTP"]:
         rows.append((f"MCP echo (server-everything, {kind.lower()}) through tackled vs a go-sdk client in-process (p50, median of 3 runs (range); tackled's CPU per call)",
                      f"{t:.0f} µs{spread(f'BenchmarkMCPEcho{kind}Tackle', 'p50-µs')}; {g(f'BenchmarkMCPEcho{kind}Tackle', 'daemon-cpu-µs/op'):.0f} µs CPU",
                      f"{d:.0f} µs{spread(f'BenchmarkMCPEcho{kind}Direct', 'p50-µs')}", f"{t/d:.2f}", "≤ 1.2"))
+if g("BenchmarkMcpServeEcho", "added-p50-µs") is not None:
+    n = "BenchmarkMcpServeEcho"
+    rows.append(("MCP echo through `tackle mcp serve` (go-sdk client → serve → tackled → server-everything, stdio) vs the client calling server-everything directly: the added p50 vs a bare gRPC round trip, measured in the same run, interleaved (median of 3 runs (range); serve's p50 vs direct's)",
+                 f"+{g(n,'added-p50-µs'):.0f} µs{spread(n, 'added-p50-µs')} ({g(n,'serve-p50-µs'):.0f} vs {g(n,'direct-p50-µs'):.0f} µs)",
+                 f"{g(n,'grpc-p50-µs'):.0f} µs{spread(n, 'grpc-p50-µs')}", f"{g(n,'added/grpc'):.2f}", "≤ 2"))
 for n, label in [("BenchmarkStartTen", "server-everything (node)"), ("BenchmarkStartTenLight", "a light Go server")]:
     if g(n, "ten/one") is not None:
         rows.append((f"Ten stdio MCP servers started together vs one alone, {label}: all connected (ten/floor: over max(one, ten servers' CPU ({g(n,'server-cpu-ms'):.0f} ms each) / cores) = {g(n,'ten/floor'):.2f})",
