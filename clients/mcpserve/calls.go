@@ -85,11 +85,19 @@ func (b *bridge) runCall(ctx context.Context, ss *mcp.ServerSession, name, serve
 		if ss == nil || token == nil {
 			return
 		}
-		p := progressOf(text, last, mcpTool)
-		last = p.Progress
-		p.ProgressToken = token
-		if err := ss.NotifyProgress(ctx, p); err != nil && ctx.Err() == nil {
-			b.logf("sending progress of %s: %v", served, err)
+		parts := []string{text}
+		if mcpTool {
+			// One line per progress notification of the server; the daemon
+			// joins those that come close together into one event.
+			parts = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		}
+		for _, part := range parts {
+			p := progressOf(part, last, mcpTool)
+			last = p.Progress
+			p.ProgressToken = token
+			if err := ss.NotifyProgress(ctx, p); err != nil && ctx.Err() == nil {
+				b.logf("sending progress of %s: %v", served, err)
+			}
 		}
 	}
 	for {

@@ -256,7 +256,7 @@ func (t *mcpTool) Run(ctx context.Context, call *tool.Call, progress tool.Progre
 			token = fmt.Sprintf("tackle-%d", tokens.Add(1))
 		}
 		params.SetProgressToken(token)
-		stop := conn.WatchProgress(token, func(p *mcpsdk.ProgressNotificationParams) { progress(ProgressText(p)) })
+		stop := conn.WatchProgress(token, func(p *mcpsdk.ProgressNotificationParams) { progress(ProgressText(p) + "\n") }) // a line each: call_progress events join what comes within 50 ms
 		defer stop()
 	}
 	var res *mcpsdk.CallToolResult

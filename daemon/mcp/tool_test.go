@@ -532,7 +532,8 @@ func TestEverythingProgress(t *testing.T) {
 	defer mu.Unlock()
 	// The last notification may arrive after the result (notifications and
 	// the response travel separately in the client): steps 1 and 2 cannot.
-	if len(got) < 2 || got[0] != "1/3" || got[1] != "2/3" {
+	// Each is a line, so that progress joined into one event stays apart.
+	if len(got) < 2 || got[0] != "1/3\n" || got[1] != "2/3\n" {
 		t.Errorf("progress = %q, want 1/3, 2/3[, 3/3]", got)
 	}
 }
@@ -550,7 +551,7 @@ func TestProgressTokenIsCallID(t *testing.T) {
 	if err != nil || r.IsError {
 		t.Fatalf("Run = %+v, %v", r, err)
 	}
-	if want := []string{"1/2 step one"}; !slices.Equal(got, want) {
+	if want := []string{"1/2 step one\n"}; !slices.Equal(got, want) {
 		t.Errorf("progress = %q, want %q", got, want)
 	}
 	if !strings.Contains(textOf(r), "token toolu_mcp__go__progress") {
