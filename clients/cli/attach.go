@@ -320,10 +320,8 @@ func (a *app) printEvent(e *tacklev1.Event, asJSON bool, tree *agentTree) error 
 		fmt.Fprintf(w, "%s %s %s (%d ms)\n", head, call, r.GetStatus(), r.GetDurationMs())
 		if isDiff(r.GetDisplay()) {
 			writeDiff(w, r.GetDisplay(), a.colour(w))
-		} else if d := r.GetDisplay(); d != "" {
-			fmt.Fprintf(w, "    %s\n", firstLine(d))
-		} else if len(r.GetContent()) > 0 {
-			fmt.Fprintf(w, "    %s\n", firstLine(r.GetContent()[0].GetText()))
+		} else if s := resultSummary(r); s != "" {
+			fmt.Fprintf(w, "    %s\n", s)
 		}
 	case "permission_requested":
 		p := e.GetPermission()

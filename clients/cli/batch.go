@@ -42,7 +42,11 @@ one is, 2 for usage or connection errors.`,
 			var items []batchCall
 			dec := json.NewDecoder(bytes.NewReader(b))
 			if err := dec.Decode(&items); err != nil {
-				return usageError(`reading the batch from stdin: %v: expected a JSON array of {"id","name","input"}`, err)
+				where := jsonProblem(string(b))
+				if where == "" {
+					where = err.Error()
+				}
+				return usageError(`reading the batch from stdin: %s: expected a JSON array of {"id","name","input"}`, where)
 			}
 			if dec.More() {
 				return usageError("reading the batch from stdin: text after the JSON array")

@@ -20,8 +20,10 @@ func (a *app) callCommand() *cobra.Command {
 
 INPUT is a JSON object, or - to read it from stdin; the default is {}.
 Input that is not valid JSON is passed on: the pipeline reports it as an
-invalid result. Exit status: 0 when the result is not an error, 1 when it is,
-2 for usage or connection errors.`,
+invalid result, and tackle says where it stops parsing (line, column, the
+text there). Exit status: 0 when the result is not an error, 1 when it is,
+2 for usage or connection errors and an unknown tool (with the nearest
+names).`,
 		Example: `  tackle call Read '{"file_path":"/etc/hostname"}'
   echo '{"pattern":"**/*.go"}' | tackle call Glob - --json`,
 		Args: cobra.RangeArgs(1, 2),
@@ -50,12 +52,28 @@ invalid result. Exit status: 0 when the result is not an error, 1 when it is,
 					return err
 				}
 				r := results[0]
+				// A mistake of the caller's is said for people: where the
+				// input does not parse (exit 1, as the invalid result), or
+				// the nearest tool names (exit 2).
+				var usage error
+				if r.GetStatus() == "invalid" {
+					if p := jsonProblem(input); p != "" {
+						usage = &exitError{code: ExitError, err: fmt.Errorf("the input of %s is not valid JSON: %s", args[0], p)}
+					} else if noSuchTool(r) {
+						if err := unknownTool(ctx, c, sid, args[0]); err != nil {
+							usage = err
+						}
+					}
+				}
 				if f.asJSON {
 					if err := a.printJSON(resultToJSON(r)); err != nil {
 						return err
 					}
-				} else {
+				} else if usage == nil {
 					a.printResult(r)
+				}
+				if usage != nil {
+					return usage
 				}
 				if r.GetIsError() {
 					return &exitError{code: ExitError}
@@ -95,7 +113,7 @@ func (a *app) printResult(r *tacklev1.ToolResult) {
 				io.WriteString(w, "\n")
 			}
 		default:
-			text := b.GetText()
+			text := forPeople(b.GetText())
 			io.WriteString(w, text)
 			if text != "" && !strings.HasSuffix(text, "\n") {
 				io.WriteString(w, "\n")

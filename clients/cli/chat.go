@@ -672,7 +672,7 @@ func (ch *chat) event(e *tacklev1.Event) error {
 			ch.tree.broke()
 			writeDiff(ch.info, r.GetDisplay(), ch.colour)
 		case r.GetIsError():
-			ch.say("  ✗ %s %s", r.GetName(), r.GetStatus())
+			ch.say("  ✗ %s %s%s", r.GetName(), r.GetStatus(), summarySuffix(r))
 		}
 	case "permission_requested":
 		if ch.pr != nil {

@@ -89,7 +89,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintf(stderr, "tackle: %v\n", ee.err)
+			fmt.Fprintf(stderr, "tackle: %s\n", tidyError(ee.err.Error()))
 		}
 		return ee.code
 	}
@@ -99,7 +99,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprintf(stderr, "tackle: %v\nRun 'tackle --help' for usage.\n", err)
 		return ExitUsage
 	}
-	fmt.Fprintf(stderr, "tackle: %v\n", hint(re.err))
+	fmt.Fprintf(stderr, "tackle: %s\n", tidyError(hint(re.err).Error()))
 	return exitCode(re.err)
 }
 
@@ -130,10 +130,12 @@ func (a *app) rootCommand() *cobra.Command {
 		Long: `tackle is the command-line client of tackled, the daemon that owns an AI coding
 agent's tool pool. It starts the daemon when none answers, runs tool calls
 through the daemon's one pipeline, and shows sessions and their events.`,
-		Version:           Version,
-		SilenceErrors:     true,
-		SilenceUsage:      true,
-		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: true},
+		Version:       Version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// tackle completion bash|zsh|fish|powershell; the names come from
+		// a running daemon (see completion.go).
+		CompletionOptions: cobra.CompletionOptions{},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: ExitUsage, err: err}
@@ -166,6 +168,8 @@ through the daemon's one pipeline, and shows sessions and their events.`,
 		a.skillCommand(),
 		a.agentsCommand(),
 	)
+	unknownSubcommands(root)
+	a.registerCompletions(root)
 	return root
 }
 
@@ -282,10 +286,10 @@ func (f *sessionFlags) register(cmd *cobra.Command) {
 // with this client's environment.
 func (a *app) resolveSession(ctx context.Context, c *client.Client, f *sessionFlags) (string, error) {
 	if f.session != "" {
-		return f.session, nil
+		return f.session, a.checkSession(ctx, c, f.session)
 	}
 	if id := a.getenv("TACKLE_SESSION"); id != "" {
-		return id, nil
+		return id, a.checkSession(ctx, c, id)
 	}
 	dir, err := absDir(f.cwd)
 	if err != nil {

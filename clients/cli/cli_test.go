@@ -107,14 +107,15 @@ func TestCall(t *testing.T) {
 		}
 	})
 	t.Run("unknown tool", func(t *testing.T) {
-		r := tackle(t, d, "", "call", "NoSuchTool", "{}", "--cwd", dir, "--json").mustCode(t, 1)
+		// --json keeps the result; the exit status is a usage error's.
+		r := tackle(t, d, "", "call", "NoSuchTool", "{}", "--cwd", dir, "--json").mustCode(t, 2)
 		res := decodeResult(t, r.stdout)
 		if res.Status != "invalid" || !res.IsError || res.Name != "NoSuchTool" {
 			t.Errorf("result = %+v, want NoSuchTool invalid is_error", res)
 		}
-		r = tackle(t, d, "", "call", "NoSuchTool", "--cwd", dir).mustCode(t, 1)
-		if !strings.Contains(r.stderr, "invalid") {
-			t.Errorf("stderr does not tell the status:\n%s", r.stderr)
+		r = tackle(t, d, "", "call", "NoSuchTool", "--cwd", dir).mustCode(t, 2)
+		if !strings.Contains(r.stderr, `unknown tool "NoSuchTool"`) {
+			t.Errorf("stderr does not name the unknown tool:\n%s", r.stderr)
 		}
 	})
 	t.Run("relative path", func(t *testing.T) {
@@ -206,7 +207,7 @@ func TestUsageErrors(t *testing.T) {
 		{"batch not an array", `{"name":"Read"}`, []string{"batch", "--cwd", dir}, "JSON array"},
 		{"empty batch", `[]`, []string{"batch", "--cwd", dir}, "empty"},
 		{"unknown session", "", []string{"call", "Read", "{}", "--session", "no-such-session"}, "no-such-session"},
-		{"sessions show unknown", "", []string{"sessions", "show", "no-such-session"}, "not found"},
+		{"sessions show unknown", "", []string{"sessions", "show", "no-such-session"}, `no session "no-such-session"`},
 		{"sessions new bad mode", "", []string{"sessions", "new", "--cwd", dir, "--permission-mode", "yolo"}, "--permission-mode"},
 		{"mcp add with neither URL nor command", "", []string{"mcp", "add", "x"}, "NAME URL"},
 		{"mcp add URL without transport", "", []string{"mcp", "add", "x", "http://127.0.0.1:9/mcp"}, "--transport http or sse"},

@@ -232,9 +232,15 @@ func findMcp(ctx context.Context, c *client.Client, sid, name string) (*tacklev1
 		}
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("no MCP server %q: this session has no MCP servers", name)
+		return nil, usageError("no MCP server %q: this session has no MCP servers", name)
 	}
-	return nil, fmt.Errorf("no MCP server %q (this session has: %s)", name, strings.Join(names, ", "))
+	if dym := didYouMean(name, names); dym != "" {
+		return nil, usageError("no MCP server %q%s", name, dym)
+	}
+	if len(names) <= 10 {
+		return nil, usageError("no MCP server %q (this session has: %s)", name, strings.Join(names, ", "))
+	}
+	return nil, usageError("no MCP server %q (tackle mcp list lists the session's %d)", name, len(names))
 }
 
 func (a *app) mcpGetCommand() *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
@@ -103,4 +104,63 @@ func oneLine(s string) string {
 		return s[:i] + " …"
 	}
 	return s
+}
+
+// Text the daemon writes for the model, which people read differently.
+const (
+	userRejected = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file)."
+	stopAndWait  = " STOP what you are doing and wait for the user to tell you how to proceed."
+	userSaid     = " To tell you how to proceed, the user said:\n"
+	todoReminder = "Todos have been modified successfully. Ensure that you continue to use the todo list to track your progress. Please proceed with the current tasks if applicable"
+)
+
+// modelTagRe matches the tags a result carries for the model only.
+var modelTagRe = regexp.MustCompile(`</?tool_use_error>`)
+
+// systemReminderRe matches a <system-reminder> block meant for the model.
+var systemReminderRe = regexp.MustCompile(`(?s)\s*<system-reminder>.*?</system-reminder>\s*`)
+
+// forPeople rewrites a result's text meant for the model for a person's
+// terminal: no <tool_use_error> tags or system reminders, "denied by the
+// user" for the rejection the model is told to stop at, no todo-list
+// reminder. --json output keeps the text as the model got it.
+func forPeople(text string) string {
+	if strings.HasPrefix(text, userRejected) {
+		rest := strings.TrimPrefix(text, userRejected)
+		switch {
+		case strings.HasPrefix(rest, userSaid):
+			return "denied by the user: " + strings.TrimPrefix(rest, userSaid)
+		case strings.HasPrefix(rest, stopAndWait):
+			return "denied by the user" + strings.TrimPrefix(rest, stopAndWait)
+		}
+		return "denied by the user" + rest
+	}
+	if strings.HasPrefix(text, todoReminder) {
+		return "todos updated" + strings.TrimPrefix(text, todoReminder)
+	}
+	text = modelTagRe.ReplaceAllString(text, "")
+	text = systemReminderRe.ReplaceAllString(text, "\n")
+	return strings.TrimLeft(text, "\n")
+}
+
+// resultSummary is a short account of a result for one line: its display
+// text, else its first text block, rewritten for people.
+func resultSummary(r *tacklev1.ToolResult) string {
+	if d := r.GetDisplay(); d != "" && !isDiff(d) {
+		return firstLine(forPeople(d))
+	}
+	for _, b := range r.GetContent() {
+		if b.GetText() != "" {
+			return firstLine(forPeople(b.GetText()))
+		}
+	}
+	return ""
+}
+
+// summarySuffix is ": SUMMARY" for a result with a summary, else "".
+func summarySuffix(r *tacklev1.ToolResult) string {
+	if s := resultSummary(r); s != "" {
+		return ": " + s
+	}
+	return ""
 }

@@ -221,7 +221,7 @@ func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 			writeDiff(v.a.stderr, r.GetDisplay(), v.a.colour(v.a.stderr))
 		case r.GetIsError():
 			v.tree.broke()
-			fmt.Fprintf(v.a.stderr, "  ✗ %s %s\n", r.GetName(), r.GetStatus())
+			fmt.Fprintf(v.a.stderr, "  ✗ %s %s%s\n", r.GetName(), r.GetStatus(), summarySuffix(r))
 		}
 	case "permission_requested":
 		v.tree.broke()

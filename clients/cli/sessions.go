@@ -100,6 +100,7 @@ func (a *app) sessionsListCommand() *cobra.Command {
 					}
 					return a.printJSON(out)
 				}
+				current := a.currentSession(list)
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tMODE\tEVENTS\tUPDATED\tAGENT\tCWD")
 				for _, s := range list {
@@ -107,8 +108,15 @@ func (a *app) sessionsListCommand() *cobra.Command {
 					if l := s.GetAgent(); l != nil {
 						agent = "↳ " + l.GetAgentType() + " of " + l.GetParentSessionId()
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.GetId(), modeName(s.GetPermissionMode()), s.GetLastSeq(),
+					mark := ""
+					if s.GetId() == current {
+						mark = " *"
+					}
+					fmt.Fprintf(tw, "%s%s\t%s\t%d\t%s\t%s\t%s\n", s.GetId(), mark, modeName(s.GetPermissionMode()), s.GetLastSeq(),
 						s.GetUpdatedAt().AsTime().Local().Format("2006-01-02 15:04"), agent, s.GetCwd())
+				}
+				if current != "" {
+					fmt.Fprintln(tw, "(* the session commands use here: "+a.currentSessionWhy()+")")
 				}
 				return tw.Flush()
 			})
@@ -119,16 +127,34 @@ func (a *app) sessionsListCommand() *cobra.Command {
 }
 
 func (a *app) sessionsShowCommand() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		cwd    string
+	)
 	cmd := &cobra.Command{
-		Use:   "show ID",
-		Short: "Show one session: its state, its parent if it is a sub-agent's, its sub-agents",
-		Args:  cobra.ExactArgs(1),
+		Use:   "show [ID]",
+		Short: "Show one session (default: the directory's): its state, its parent if it is a sub-agent's, its sub-agents",
+		Long: `Show one session: its state, its parent if it is a sub-agent's, its sub-agents.
+
+Without ID it shows the session other commands use here: $TACKLE_SESSION,
+else the default session of --cwd (or the current directory), created on
+first use.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: run(func(cmd *cobra.Command, args []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				s, err := c.GetSession(ctx, args[0])
+				var id string
+				if len(args) == 1 {
+					id = args[0]
+				} else {
+					var err error
+					if id, err = a.resolveSession(ctx, c, &sessionFlags{cwd: cwd}); err != nil {
+						return err
+					}
+				}
+				args = []string{id}
+				s, err := c.GetSession(ctx, id)
 				if err != nil {
-					return fmt.Errorf("showing session %s: %w", args[0], err)
+					return a.sessionNotFound(ctx, c, "showing session", id, err)
 				}
 				children, err := sessionChildren(ctx, c, s.GetId())
 				if err != nil {
@@ -154,7 +180,40 @@ func (a *app) sessionsShowCommand() *cobra.Command {
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "without ID: the directory whose default session to show (default: the current directory)")
 	return cmd
+}
+
+// currentSession is the id, among list, of the session commands without
+// --session use here: $TACKLE_SESSION, else the current directory's
+// default session; "" when none of list is.
+func (a *app) currentSession(list []*tacklev1.Session) string {
+	if id := a.getenv("TACKLE_SESSION"); id != "" {
+		for _, s := range list {
+			if s.GetId() == id {
+				return id
+			}
+		}
+		return ""
+	}
+	wd, err := absDir("")
+	if err != nil {
+		return ""
+	}
+	for _, s := range list {
+		if s.GetDefaultForCwd() && s.GetCwd() == wd {
+			return s.GetId()
+		}
+	}
+	return ""
+}
+
+// currentSessionWhy says why currentSession chose its session.
+func (a *app) currentSessionWhy() string {
+	if a.getenv("TACKLE_SESSION") != "" {
+		return "$TACKLE_SESSION"
+	}
+	return "the default session of this directory"
 }
 
 // sessionShowJSON is the output of `tackle sessions show --json`: the

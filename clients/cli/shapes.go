@@ -129,6 +129,8 @@ type sessionJSON struct {
 	// SettingsDirectories are the working directories its settings add
 	// (permissions.additionalDirectories).
 	SettingsDirectories []workingDirJSON `json:"settings_directories,omitempty"`
+	// DefaultForCwd is set for the default session of its directory.
+	DefaultForCwd bool `json:"default_for_cwd,omitempty"`
 }
 
 // workingDirJSON is a working directory and where it comes from.
@@ -258,7 +260,7 @@ func sessionToJSON(s *tacklev1.Session) *sessionJSON {
 		ID: s.GetId(), Cwd: s.GetCwd(), CurrentDir: s.GetCurrentDir(), AdditionalDirectories: dirs, PermissionMode: s.GetPermissionMode(),
 		Todos: rawJSON(s.GetTodosJson(), "[]"), CreatedAt: timeJSON(s.GetCreatedAt()), UpdatedAt: timeJSON(s.GetUpdatedAt()),
 		LastSeq: s.GetLastSeq(), FilesRead: s.GetFilesRead(), Agent: agentLinkToJSON(s.GetAgent()),
-		SettingsDirectories: workingDirsToJSON(s.GetSettingsDirectories()),
+		SettingsDirectories: workingDirsToJSON(s.GetSettingsDirectories()), DefaultForCwd: s.GetDefaultForCwd(),
 	}
 }
 

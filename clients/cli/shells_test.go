@@ -44,7 +44,7 @@ func TestAttachRendersTodos(t *testing.T) {
 	asJSON.waitFor(t, `"type":"snapshot"`)
 
 	r := tackle(t, d, "", "call", "TodoWrite", todoInput, "--session", id).mustCode(t, 0)
-	if !strings.Contains(r.stdout, "Todos have been modified successfully") {
+	if !strings.Contains(r.stdout, "todos updated") || strings.Contains(r.stdout, "Todos have been modified") {
 		t.Errorf("TodoWrite output:\n%s", r.stdout)
 	}
 

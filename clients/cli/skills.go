@@ -140,7 +140,7 @@ func (a *app) skillsShowCommand() *cobra.Command {
 			return a.withSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
 				resp, err := c.Service().GetSkill(ctx, &tacklev1.GetSkillRequest{SessionId: sid, Name: args[0]})
 				if err != nil {
-					return client.Err(err)
+					return skillNotFound(ctx, c, sid, args[0], client.Err(err))
 				}
 				j := skillToJSON(resp.GetSkill())
 				if asJSON {
@@ -299,7 +299,7 @@ Its !` + "`cmd`" + ` lines run through tackle's pipeline as Bash calls: permissi
 				req.SessionId = sid
 				resp, err := c.Service().RenderSkill(ctx, req)
 				if err != nil {
-					return client.Err(err)
+					return skillNotFound(ctx, c, sid, args[0], client.Err(err))
 				}
 				if asJSON {
 					return a.printJSON(struct {
@@ -318,8 +318,8 @@ Its !` + "`cmd`" + ` lines run through tackle's pipeline as Bash calls: permissi
 		}),
 	}
 	sf.register(cmd)
-	cmd.Flags().StringVar(&mode, "permission-mode", "", "permission mode for the skill's !`cmd` lines")
-	cmd.Flags().Uint32Var(&timeout, "permission-timeout", 0, "seconds a !`cmd` line's permission prompt waits (default: the setting)")
+	cmd.Flags().StringVar(&mode, "permission-mode", "", "permission mode for the skill's !cmd lines: default, acceptEdits, plan, dontAsk, bypassPermissions")
+	cmd.Flags().Uint32Var(&timeout, "permission-timeout", 0, "seconds a !cmd line's permission prompt waits (default: the setting)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
 	return cmd
 }

@@ -42,6 +42,7 @@ func sessionToProto(in session.Info) *tacklev1.Session {
 		FilesRead:             uint32(in.FilesRead),
 		Agent:                 agentLinkToProto(in.Agent),
 		SettingsDirectories:   workingDirsToProto(in.SettingsDirs),
+		DefaultForCwd:         in.DefaultForCwd,
 	}
 }
 

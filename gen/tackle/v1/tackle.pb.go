@@ -1190,8 +1190,11 @@ type Session struct {
 	// additional_directories, as they apply now; the missing ones too
 	// (missing set). Empty in ListSessions.
 	SettingsDirectories []*WorkingDirectory `protobuf:"bytes,12,rep,name=settings_directories,json=settingsDirectories,proto3" json:"settings_directories,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// default_for_cwd is set for the default session of its directory (the
+	// one CreateSession with default_for_cwd returns for cwd).
+	DefaultForCwd bool `protobuf:"varint,13,opt,name=default_for_cwd,json=defaultForCwd,proto3" json:"default_for_cwd,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Session) Reset() {
@@ -1306,6 +1309,13 @@ func (x *Session) GetSettingsDirectories() []*WorkingDirectory {
 		return x.SettingsDirectories
 	}
 	return nil
+}
+
+func (x *Session) GetDefaultForCwd() bool {
+	if x != nil {
+		return x.DefaultForCwd
+	}
+	return false
 }
 
 // WorkingDirectory is one working directory of a session and where it
@@ -8565,7 +8575,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x120\n" +
 	"\x14resubscribe_from_seq\x18\x03 \x01(\x04R\x12resubscribeFromSeq\x12\x10\n" +
-	"\x03ref\x18\x04 \x01(\tR\x03ref\"\xf7\x03\n" +
+	"\x03ref\x18\x04 \x01(\tR\x03ref\"\x9f\x04\n" +
 	"\aSession\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03cwd\x18\x02 \x01(\tR\x03cwd\x125\n" +
@@ -8584,7 +8594,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	" \x01(\tR\n" +
 	"currentDir\x12*\n" +
 	"\x05agent\x18\v \x01(\v2\x14.tackle.v1.AgentLinkR\x05agent\x12N\n" +
-	"\x14settings_directories\x18\f \x03(\v2\x1b.tackle.v1.WorkingDirectoryR\x13settingsDirectories\"\x86\x01\n" +
+	"\x14settings_directories\x18\f \x03(\v2\x1b.tackle.v1.WorkingDirectoryR\x13settingsDirectories\x12&\n" +
+	"\x0fdefault_for_cwd\x18\r \x01(\bR\rdefaultForCwd\"\x86\x01\n" +
 	"\x10WorkingDirectory\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x16\n" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\x12\x16\n" +
