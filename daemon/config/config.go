@@ -2,8 +2,10 @@
 // (managed, user, project, local; tackle's own files and Claude Code's), their
 // merge into one Settings per project directory, and re-reading them when
 // they change. It also reads the MCP server configuration (MCPServers:
-// settings files, .mcp.json, ~/.claude.json, --mcp-config files) through the
-// same cache and watcher.
+// settings files, .mcp.json, ~/.claude.json, --mcp-config files) and Claude
+// Code's plugins (Settings.Plugins: enabledPlugins resolved through
+// ~/.claude/plugins, and tackle's "plugins" directories) through the same
+// cache and watcher.
 //
 // It only reads settings. Writing them ("always allow" rules) belongs to
 // the packages that own those decisions; it does own the workspace trust
@@ -88,6 +90,9 @@ type Settings struct {
 
 	root string // the project directory Load was given, absolute ("" for none)
 	home string // Options.Home
+
+	registry *pluginRegistry // Claude Code's installed plugins and marketplaces, as Load read them
+	plugins  *pluginsMemo    // Plugins, computed once
 }
 
 // ProjectDir returns the project directory the settings were loaded for
@@ -153,6 +158,9 @@ type Options struct {
 	// so Claude Code's trust dialog counts too unless trust.importClaude is
 	// false in the user's settings.
 	Trust *Trust
+	// PluginsDir is Claude Code's plugins root, holding installed_plugins.json
+	// and known_marketplaces.json (default PluginsRoot(Home)).
+	PluginsDir string
 }
 
 // Loader reads and merges settings files and watches them. It is safe for
@@ -240,6 +248,9 @@ func NewLoader(opts *Options) *Loader {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
+	if o.PluginsDir == "" {
+		o.PluginsDir = PluginsRoot(o.Home)
+	}
 	if o.Trust != nil {
 		o.Trust.UseClaudeCode(o.Home, o.ManagedPath)
 	}
@@ -305,6 +316,8 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	for _, s := range srcs {
 		l.refreshLocked(s.Path)
 	}
+	reg, regDirs := l.refreshPluginRegistryLocked()
+	newDirs = regDirs || newDirs
 	mcpPath := ""
 	if !ts.trusted && projectDir != "" {
 		// An untrusted project's .mcp.json servers are listed as ignored.
@@ -323,7 +336,9 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	}
 	m := l.merged[ls.key]
 	if m == nil || m.gen != l.gen || m.trust != ts {
-		m = &mergedEntry{gen: l.gen, trust: ts, settings: l.mergeLocked(srcs, ts, ls.root, mcpPath)}
+		st := l.mergeLocked(srcs, ts, ls.root, mcpPath)
+		st.registry, st.plugins = reg, &pluginsMemo{}
+		m = &mergedEntry{gen: l.gen, trust: ts, settings: st}
 		l.merged[ls.key] = m
 	}
 	addReq, done := l.addReq, l.done

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -44,7 +45,8 @@ const (
 type MCPServer struct {
 	// Name is the server's name as configured.
 	Name string
-	// Scope is ScopeLocal, ScopeProject, ScopeUser, ScopeManaged or ScopeSession.
+	// Scope is ScopeLocal, ScopeProject, ScopeUser, ScopeManaged,
+	// ScopeSession or ScopePlugin.
 	Scope string
 	// Source is the file it came from; for Claude Code's local scope
 	// "/home/u/.claude.json [projects./path]", for an inline --mcp-config
@@ -179,8 +181,10 @@ type mcpSource struct {
 // Precedence, the whole entry coming from the highest source that names the
 // server: session > local (.tackle/settings.local.json, then ~/.claude.json
 // projects[root]) > project (.mcp.json) > user ($XDG_CONFIG_HOME/tackle/
-// settings.json, then ~/.claude.json) > managed. A broken entry shadows the
-// lower ones (it is reported, not replaced).
+// settings.json, then ~/.claude.json) > managed > plugin (the servers of
+// the plugins the settings turn on, "plugin:<plugin>:<server>": see
+// pluginMCPServers). A broken entry shadows the lower ones (it is
+// reported, not replaced).
 //
 // .mcp.json servers need approval (see ApproveMCPServers); servers from the
 // workspace's files (.mcp.json, .tackle/settings.local.json) need a trusted
@@ -387,8 +391,83 @@ func (l *Loader) MCPServers(root string, environ []string, extra []string, trust
 			out = append(out, *s)
 		}
 	}
+	out = append(out, pluginMCPServers(st, env, taken, &problems)...)
 	slices.SortFunc(out, func(a, b MCPServer) int { return strings.Compare(a.Name, b.Name) })
 	return out, problems
+}
+
+// pluginMCPServers are the MCP servers of the plugins the settings st
+// turn on (Settings.Plugins), named "plugin:<plugin>:<server>" as Claude
+// Code names them (their tools are mcp__plugin_<plugin>_<server>__<tool>),
+// scope "plugin", below every other source (a name taken there wins). A
+// plugin's .mcp.json comes first, then its manifest's mcpServers; a later
+// entry of a name wins. ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA}
+// are replaced first, then ${VAR} from env; a stdio server also gets
+// both in its environment (its own env entries win), and the data
+// directory is made for a stdio server and for an entry that names it. The problems of the
+// plugins' MCP files are added to problems.
+func pluginMCPServers(st *Settings, env map[string]string, taken map[string]bool, problems *[]MCPProblem) []MCPServer {
+	plugins, probs := st.Plugins()
+	for _, p := range probs {
+		if p.Part == PartMCP {
+			*problems = append(*problems, MCPProblem{Path: p.Path, Message: "plugin " + p.Plugin + ": " + p.Message})
+		}
+	}
+	var out []MCPServer
+	for i := range plugins {
+		p := &plugins[i]
+		type entry struct {
+			raw  json.RawMessage
+			path string
+		}
+		entries := map[string]entry{}
+		for _, f := range p.MCPServers {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(f.Raw, &m); err != nil {
+				*problems = append(*problems, MCPProblem{Path: f.Path, Message: fmt.Sprintf("plugin %s: the MCP servers must be an object mapping server names to entries, found %s", p.Label(), jsonKind(f.Raw))})
+				continue
+			}
+			for name, raw := range m {
+				entries[name] = entry{raw, f.Path}
+			}
+		}
+		vars := strings.NewReplacer("${CLAUDE_PLUGIN_ROOT}", jsonText(p.Dir), "${CLAUDE_PLUGIN_DATA}", jsonText(p.DataDir))
+		for _, name := range slices.Sorted(maps.Keys(entries)) {
+			e := entries[name]
+			full := "plugin:" + p.Name + ":" + name
+			if taken[full] {
+				continue
+			}
+			taken[full] = true
+			s, err := parseMCPEntry(full, json.RawMessage(vars.Replace(string(e.raw))), env)
+			if err != nil {
+				*problems = append(*problems, MCPProblem{Path: e.path, Server: full, Message: err.Error()})
+				continue
+			}
+			s.Scope, s.Source = ScopePlugin, e.path+" [plugin "+p.Label()+"]"
+			if p.DataDir != "" && (s.Type == "stdio" || bytes.Contains(e.raw, []byte("CLAUDE_PLUGIN_DATA"))) {
+				// Claude Code makes the data directory for the servers it
+				// is given to; a failure shows when the server uses it.
+				_ = os.MkdirAll(p.DataDir, 0o755)
+			}
+			if s.Type == "stdio" {
+				penv := map[string]string{"CLAUDE_PLUGIN_ROOT": p.Dir}
+				if p.DataDir != "" {
+					penv["CLAUDE_PLUGIN_DATA"] = p.DataDir
+				}
+				maps.Copy(penv, s.Env)
+				s.Env = penv
+			}
+			out = append(out, *s)
+		}
+	}
+	return out
+}
+
+// jsonText is s as it is written inside a JSON string.
+func jsonText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 // readSessionMCP reads one --mcp-config argument: a file, or a JSON object

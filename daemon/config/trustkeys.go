@@ -47,7 +47,7 @@ var projectKeys = map[string]effect{
 	"otelHeadersHelper":          widens,
 	"statusLine":                 widens, // a command
 	"plugins":                    widens, // skills with !`cmd` lines and hooks, agent definitions
-	"enabledPlugins":             widens,
+	"enabledPlugins":             widens, // untrusted, only its false entries apply (narrowEnabledPlugins)
 	"extraKnownMarketplaces":     widens,
 	"webSearch":                  widens, // where the model's queries go, and which variable's secret is sent
 	"sandbox":                    widens, // untrusted, only its narrowing parts apply (narrowSandbox)
@@ -131,6 +131,16 @@ func applyTrust(src Source, f *parsed, ts trustState, consent bool, dir string) 
 			}
 			for _, l := range lost {
 				ignored = append(ignored, "sandbox."+l+" in "+src.Path)
+			}
+			continue
+		}
+		if k == "enabledPlugins" && !ts.trusted {
+			kept, lost := narrowEnabledPlugins(v)
+			if kept != nil {
+				out.raw[k] = kept
+			}
+			if lost > 0 {
+				ignored = append(ignored, plural(lost, "enabled plugin", "enabled plugins")+" in "+src.Path)
 			}
 			continue
 		}
@@ -294,6 +304,32 @@ func (l *Loader) consentedLocked(srcs []Source) bool {
 		}
 	}
 	return false
+}
+
+// narrowEnabledPlugins keeps of an untrusted project's "enabledPlugins"
+// the entries that turn a plugin off (false), which only narrow, and
+// counts the others (a plugin the repository would turn on). It returns
+// nil when nothing is kept.
+func narrowEnabledPlugins(v json.RawMessage) (json.RawMessage, int) {
+	var in map[string]json.RawMessage
+	if json.Unmarshal(v, &in) != nil {
+		return nil, 1
+	}
+	out := map[string]json.RawMessage{}
+	lost := 0
+	for id, x := range in {
+		var on bool
+		if json.Unmarshal(x, &on) == nil && !on {
+			out[id] = x
+			continue
+		}
+		lost++
+	}
+	if len(out) == 0 {
+		return nil, lost
+	}
+	b, _ := json.Marshal(out)
+	return b, lost
 }
 
 // narrowSandbox keeps of an untrusted project's "sandbox" block what only
