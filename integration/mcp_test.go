@@ -159,6 +159,10 @@ func TestMCPProjectServerNeedsTrustAndApproval(t *testing.T) {
 	if r.code != 1 || res.Status != "denied" {
 		t.Fatalf("echo in default mode with nobody to answer: code %d %+v", r.code, res)
 	}
+	// The request shows the server, the tool and the input as indented JSON.
+	if want := "    server: everything\n    tool:   echo\n    input:\n    {\n      \"message\": \"hi\"\n    }\n"; !strings.Contains(r.stderr, want) {
+		t.Errorf("the permission notice lacks the MCP preview %q:\n%s", want, r.stderr)
+	}
 	// A rule naming the server allows its tools.
 	settings := filepath.Join(e.root, "config", "tackle", "settings.json")
 	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {

@@ -62,8 +62,12 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	a.ctx, a.cancel = context.WithCancel(ctx)
 	defer a.cancel()
 	w := &lockedWriter{w: out}
-	a.conn = sdk.NewAgentSideConnection(a, w, &lineFilter{r: bufio.NewReaderSize(in, 64<<10), out: w})
+	// The connection starts reading at once, and logs through a field
+	// SetLogger sets: its reader waits until the logger is in place.
+	ready := make(chan struct{})
+	a.conn = sdk.NewAgentSideConnection(a, w, &lineFilter{r: bufio.NewReaderSize(in, 64<<10), out: w, ready: ready})
 	a.conn.SetLogger(slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	close(ready)
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():
@@ -490,12 +494,19 @@ type lineFilter struct {
 	r    *bufio.Reader
 	out  io.Writer
 	rest []byte // of a line already read, not yet returned
+	// ready, when not nil, is closed once the reader may start: the first
+	// Read waits for it.
+	ready <-chan struct{}
 }
 
 // parseError is JSON-RPC's answer to a line that does not parse.
 var parseError = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not a JSON-RPC message"}}` + "\n")
 
 func (f *lineFilter) Read(p []byte) (int, error) {
+	if f.ready != nil {
+		<-f.ready
+		f.ready = nil
+	}
 	for len(f.rest) == 0 {
 		line, err := f.r.ReadBytes('\n')
 		if t := bytes.TrimSpace(line); len(t) > 0 {

@@ -328,7 +328,8 @@ func (a *app) printEvent(e *tacklev1.Event, asJSON bool, tree *agentTree) error 
 		if ag := p.GetAgent(); ag != nil {
 			call += " of agent " + agentName(ag.GetType(), ag.GetDescription()) + " (" + ag.GetId() + ")"
 		}
-		fmt.Fprintf(w, "%s %s waits for approval (request %s): %s\n", head, call, p.GetRequestId(), p.GetReason())
+		fmt.Fprintf(w, "%s %s waits for approval (request %s): %s\n", head, call, p.GetRequestId(), reasonLine(p))
+		writePreview(w, p, "    ", a.colour(w))
 		if r := p.GetAlwaysRule(); r != "" {
 			fmt.Fprintf(w, "    allow always would save %s\n", r)
 		}

@@ -66,7 +66,7 @@ func (p *prompter) ask() {
 	if p.before != nil {
 		p.before()
 	}
-	reason := r.GetReason()
+	reason := reasonLine(r)
 	if reason == "" {
 		reason = r.GetTool() + " needs your approval"
 	}
@@ -81,8 +81,9 @@ func (p *prompter) ask() {
 		choices += "   [a] yes, always allow " + rule
 	}
 	choices += "   [n] no   [f] no, and tell the model why"
-	fmt.Fprintf(p.a.stderr, "\n%s\n  tool:  %s\n  input: %s\n%s\nAnswer [y/%sn/f, default n]: ",
-		reason, r.GetTool(), clip(r.GetInputJson(), 400), choices, map[bool]string{true: "a/", false: ""}[r.GetAlwaysRule() != ""])
+	fmt.Fprintf(p.a.stderr, "\n%s\n  tool:  %s\n", reason, r.GetTool())
+	writePreview(p.a.stderr, r, "    ", p.a.colour(p.a.stderr))
+	fmt.Fprintf(p.a.stderr, "%s\nAnswer [y/%sn/f, default n]: ", choices, map[bool]string{true: "a/", false: ""}[r.GetAlwaysRule() != ""])
 	if p.lines == nil {
 		p.lines = make(chan string)
 		// This goroutine reads the terminal until the process exits. At

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -163,4 +164,43 @@ func summarySuffix(r *tacklev1.ToolResult) string {
 		return ": " + s
 	}
 	return ""
+}
+
+// writePreview shows what the call of permission request r would do: the
+// daemon's preview (a diff in colour when colour is set; other text with
+// each line after indent), else, from an older daemon, the input as
+// indented JSON.
+func writePreview(w io.Writer, r *tacklev1.PermissionRequest, indent string, colour bool) {
+	text := r.GetPreview()
+	if text == "" {
+		text = indentJSON(r.GetInputJson())
+	}
+	if strings.HasPrefix(text, "--- ") {
+		writeDiff(w, text, colour)
+		return
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(text, "\n"), "\n") {
+		b.WriteString(indent + line + "\n")
+	}
+	io.WriteString(w, b.String())
+}
+
+// indentJSON is text as indented JSON, or text itself when it is not JSON.
+func indentJSON(text string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(text), "", "  "); err != nil {
+		return text
+	}
+	return b.String()
+}
+
+// reasonLine is a permission request's reason on one line when a preview
+// shows the call in full (a Bash reason holds the whole command).
+func reasonLine(r *tacklev1.PermissionRequest) string {
+	reason := r.GetReason()
+	if first, _, multi := strings.Cut(reason, "\n"); multi && r.GetPreview() != "" {
+		return first + " …"
+	}
+	return reason
 }

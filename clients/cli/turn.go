@@ -225,7 +225,8 @@ func (t *turn) permissionRequested(p *tacklev1.PermissionRequest) {
 			deadline = " until " + d.AsTime().Local().Format("15:04:05")
 		}
 		t.notice("%s waits for approval%s (request %s: %s); another client may answer it, else it is denied",
-			p.GetTool(), deadline, p.GetRequestId(), p.GetReason())
+			p.GetTool(), deadline, p.GetRequestId(), reasonLine(p))
+		writePreview(t.a.stderr, p, "    ", t.a.colour(t.a.stderr))
 		return
 	}
 	t.prompt.requested(p)

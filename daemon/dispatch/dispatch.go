@@ -177,6 +177,8 @@ type callRun struct {
 	cancel context.CancelCauseFunc
 	state  string // guarded by Dispatcher.mu
 	ended  bool   // guarded by Dispatcher.mu
+	// tool is the call's tool once looked up (for a permission preview).
+	tool tool.Tool
 }
 
 var (
@@ -590,6 +592,7 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 		return text(event.StatusInvalid, p.invalid), nil
 	}
 	call := &tool.Call{ID: cr.info.ID, Name: name, Input: p.input, Env: s, Nested: d.nested(s, t)}
+	cr.tool = p.tool
 	if msg := d.toolValidate(ctx, p.tool, call, cr); msg != "" {
 		if ctx.Err() != nil {
 			return cancelled(), nil
@@ -936,6 +939,7 @@ func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, c
 		RequestID: permission.NewRequestID(), CallID: cr.info.ID, Tool: cr.info.Name,
 		Input: call.Input, Reason: dec.Reason, Deadline: time.Now().Add(timeout),
 		Options: []string{permission.AllowOnce, permission.DenyAnswer}, AlwaysRule: dec.AlwaysRule,
+		Preview: d.preview(ctx, cr, call),
 	}
 	if dec.AlwaysRule != "" {
 		req.Options = []string{permission.AllowOnce, permission.AllowAlways, permission.DenyAnswer}

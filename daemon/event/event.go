@@ -324,6 +324,11 @@ type PermissionRequest struct {
 	// AlwaysRule is the concrete rule an allow_always answer saves, e.g.
 	// `Bash(npm test *)`.
 	AlwaysRule string `json:"always_rule,omitempty"`
+	// Preview shows people what the call would do, from the tool's Render
+	// (an edit's diff, a command and its directory, a URL and its domain,
+	// an MCP call's server, tool and indented input); else the input as
+	// indented JSON.
+	Preview string `json:"preview,omitempty"`
 	// SessionID and Agent are set for a sub-agent's request, announced in
 	// its root session: the child session that asks, and which agent it is.
 	SessionID string    `json:"session_id,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/tackle-agent/tackle/daemon/config"
@@ -96,11 +97,25 @@ type Handler struct {
 	// (tool events only; on other events a handler with If never runs).
 	If string `json:"if,omitempty"`
 
-	// Source is the settings file it came from.
+	// Source is the settings file it came from (a plugin's hooks file,
+	// scope config.ScopePlugin, for a plugin's hook).
 	Source config.Source `json:"-"`
+	// Plugin is the plugin a plugin's hook comes from (nil for the others).
+	Plugin *PluginRef `json:"-"`
 
 	key  string     // identity for de-duplication
 	cond *condition // parsed If
+}
+
+// PluginRef is the plugin of a plugin's hook: it runs with
+// CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA set, and in its exec form
+// (args) ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA} are replaced in
+// the command and each argument, as Claude Code does.
+type PluginRef struct {
+	// Label is the plugin's id ("name@marketplace"), else its name.
+	Label   string
+	Root    string
+	DataDir string
 }
 
 // Name is how events and logs name the handler: its command line, URL or
@@ -130,7 +145,9 @@ type group struct {
 // Problem is a hook configuration entry that could not be used; it is
 // ignored, never widened.
 type Problem struct {
-	Source  config.Source
+	Source config.Source
+	// Plugin is set for a plugin's hooks file.
+	Plugin  *PluginRef
 	Event   string
 	Message string
 }
@@ -170,8 +187,14 @@ type rawGroup struct {
 	Hooks   []json.RawMessage `json:"hooks"`
 }
 
-// Parse reads the "hooks" (and "disableAllHooks") keys of every layer of s.
-// Entries that do not parse are reported in Config.Problems and ignored.
+// Parse reads the "hooks" (and "disableAllHooks") keys of every layer of
+// s, then the hooks of its plugins (config.Settings.Plugins: a plugin's
+// hooks/hooks.json and its manifest's hooks, after every settings file's,
+// as Claude Code merges them). Entries that do not parse are reported in
+// Config.Problems and ignored. A plugin's hooks need no workspace trust
+// (only the person's settings, or a trusted project's, turn a plugin on);
+// disableAllHooks stops them too, but for a plugin the managed settings
+// turn on.
 func Parse(s *config.Settings) *Config {
 	c := &Config{}
 	if s == nil {
@@ -188,41 +211,59 @@ func Parse(s *config.Settings) *Config {
 		if !ok || string(raw) == "null" {
 			continue
 		}
-		var byEvent map[string][]rawGroup
-		if err := json.Unmarshal(raw, &byEvent); err != nil {
-			c.Problems = append(c.Problems, Problem{Source: l.Source, Message: fmt.Sprintf("\"hooks\" must map event names to lists of {matcher, hooks}: %v", err)})
-			continue
-		}
 		trusted := l.Source.Scope == config.ScopeUser || l.Source.Scope == config.ScopeManaged
-		// Go maps are unordered: walk the events in their fixed order.
-		for idx, ev := range Events {
-			for gi, rg := range byEvent[ev] {
-				g, probs := parseGroup(l.Source, ev, idx, gi, rg)
-				c.Problems = append(c.Problems, probs...)
-				if g == nil {
-					continue
-				}
-				g.trusted = trusted
-				g.managed = l.Source.Scope == config.ScopeManaged
-				if !trusted {
-					c.needTrust[idx] = true
-				}
-				c.groups[idx] = append(c.groups[idx], g)
-			}
-		}
-		for ev := range byEvent {
-			if eventIndex(ev) < 0 {
-				c.Problems = append(c.Problems, Problem{Source: l.Source, Event: ev, Message: "tackle does not run this hook event (yet); its hooks are ignored"})
-			}
+		c.add(l.Source, raw, trusted, l.Source.Scope == config.ScopeManaged, nil)
+	}
+	plugins, _ := s.Plugins()
+	for i := range plugins {
+		p := &plugins[i]
+		ref := &PluginRef{Label: p.Label(), Root: p.Dir, DataDir: p.DataDir}
+		for _, f := range p.Hooks {
+			c.add(config.Source{Scope: config.ScopePlugin, Path: f.Path}, f.Raw, true, p.Source.Scope == config.ScopeManaged, ref)
 		}
 	}
 	return c
 }
 
-func parseGroup(src config.Source, ev string, idx, gi int, rg rawGroup) (*group, []Problem) {
+// add parses one "hooks" object (events to groups) of the file src.
+func (c *Config) add(src config.Source, raw json.RawMessage, trusted, managed bool, plugin *PluginRef) {
+	var byEvent map[string][]rawGroup
+	if err := json.Unmarshal(raw, &byEvent); err != nil {
+		c.Problems = append(c.Problems, Problem{Source: src, Plugin: plugin, Message: fmt.Sprintf("\"hooks\" must map event names to lists of {matcher, hooks}: %v", err)})
+		return
+	}
+	// Go maps are unordered: walk the events in their fixed order.
+	for idx, ev := range Events {
+		for gi, rg := range byEvent[ev] {
+			g, probs := parseGroup(src, ev, idx, gi, rg, plugin)
+			c.Problems = append(c.Problems, probs...)
+			if g == nil {
+				continue
+			}
+			g.trusted = trusted
+			g.managed = managed
+			if !trusted {
+				c.needTrust[idx] = true
+			}
+			c.groups[idx] = append(c.groups[idx], g)
+		}
+	}
+	var unknown []string
+	for ev := range byEvent {
+		if eventIndex(ev) < 0 {
+			unknown = append(unknown, ev)
+		}
+	}
+	slices.Sort(unknown)
+	for _, ev := range unknown {
+		c.Problems = append(c.Problems, Problem{Source: src, Plugin: plugin, Event: ev, Message: "tackle does not run this hook event (yet); its hooks are ignored"})
+	}
+}
+
+func parseGroup(src config.Source, ev string, idx, gi int, rg rawGroup, plugin *PluginRef) (*group, []Problem) {
 	var probs []Problem
 	bad := func(format string, a ...any) {
-		probs = append(probs, Problem{Source: src, Event: ev, Message: fmt.Sprintf("entry %d: ", gi+1) + fmt.Sprintf(format, a...)})
+		probs = append(probs, Problem{Source: src, Plugin: plugin, Event: ev, Message: fmt.Sprintf("entry %d: ", gi+1) + fmt.Sprintf(format, a...)})
 	}
 	g := &group{}
 	if rg.Matcher != nil {
@@ -240,7 +281,7 @@ func parseGroup(src config.Source, ev string, idx, gi int, rg rawGroup) (*group,
 			bad("hook %d: %v", hi+1, err)
 			continue
 		}
-		h.Source = src
+		h.Source, h.Plugin = src, plugin
 		switch h.Type {
 		case "command":
 			if strings.TrimSpace(h.Command) == "" {
@@ -281,6 +322,9 @@ func parseGroup(src config.Source, ev string, idx, gi int, rg rawGroup) (*group,
 			h.cond = c
 		}
 		h.key = handlerKey(&h)
+		if plugin != nil {
+			h.key += "\x00" + plugin.Root // a plugin's copy stays separate
+		}
 		g.Handlers = append(g.Handlers, &h)
 	}
 	if len(g.Handlers) == 0 {

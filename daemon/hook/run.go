@@ -88,6 +88,37 @@ func run(ctx context.Context, h *Handler, input []byte, dir string, environ []st
 
 var errHookTimeout = errors.New("hook timed out")
 
+// pluginCommand is a plugin's command hook as Claude Code runs it: with
+// CLAUDE_PLUGIN_ROOT and CLAUDE_PLUGIN_DATA in its environment (the shell
+// expands "${CLAUDE_PLUGIN_ROOT}" in a shell-form command from it), and in
+// exec form (args) with both placeholders replaced in the command and
+// each argument. The data directory is made first (the script may use
+// it without naming it in the command), as Claude Code makes it for the
+// processes it gives it to. environ is not modified.
+func pluginCommand(h *Handler, environ []string) (string, []string, []string) {
+	p := h.Plugin
+	env := make([]string, 0, len(environ)+2)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "CLAUDE_PLUGIN_ROOT=") && !strings.HasPrefix(kv, "CLAUDE_PLUGIN_DATA=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "CLAUDE_PLUGIN_ROOT="+p.Root)
+	if p.DataDir != "" {
+		env = append(env, "CLAUDE_PLUGIN_DATA="+p.DataDir)
+		_ = os.MkdirAll(p.DataDir, 0o755) // a failure shows when the hook uses it
+	}
+	if len(h.Args) == 0 {
+		return h.Command, nil, env
+	}
+	r := strings.NewReplacer("${CLAUDE_PLUGIN_ROOT}", p.Root, "${CLAUDE_PLUGIN_DATA}", p.DataDir)
+	args := make([]string, len(h.Args))
+	for i, a := range h.Args {
+		args[i] = r.Replace(a)
+	}
+	return r.Replace(h.Command), args, env
+}
+
 // limitedBuffer keeps the first max bytes written and discards the rest.
 type limitedBuffer struct {
 	buf bytes.Buffer
@@ -102,11 +133,15 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 }
 
 func runCommand(ctx context.Context, h *Handler, input []byte, dir string, environ []string) runResult {
+	command, args := h.Command, h.Args
+	if h.Plugin != nil {
+		command, args, environ = pluginCommand(h, environ)
+	}
 	var cmd *exec.Cmd
-	if len(h.Args) > 0 {
-		cmd = exec.CommandContext(ctx, h.Command, h.Args...)
+	if len(args) > 0 {
+		cmd = exec.CommandContext(ctx, command, args...)
 	} else {
-		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", h.Command)
+		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", command)
 	}
 	if st, err := os.Stat(dir); err == nil && st.IsDir() {
 		cmd.Dir = dir

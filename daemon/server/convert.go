@@ -106,6 +106,7 @@ func permissionToProto(p *event.PermissionRequest, turnID string) *tacklev1.Perm
 		AlwaysRule: p.AlwaysRule,
 		SessionId:  p.SessionID,
 		Agent:      agentRefToProto(p.Agent),
+		Preview:    p.Preview,
 	}
 }
 

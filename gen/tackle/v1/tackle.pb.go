@@ -1976,7 +1976,16 @@ type PermissionRequest struct {
 	SessionId string `protobuf:"bytes,10,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	// agent names the sub-agent that asks (agent_id, agent_type,
 	// description); unset for the session's own calls.
-	Agent         *AgentRef `protobuf:"bytes,11,opt,name=agent,proto3" json:"agent,omitempty"`
+	Agent *AgentRef `protobuf:"bytes,11,opt,name=agent,proto3" json:"agent,omitempty"`
+	// preview shows people what the call would do, rendered by the daemon
+	// from the tool (the same text for every client): for Edit, MultiEdit,
+	// ReplaceLines and Write the unified diff it would make (computed
+	// without writing); for Bash the command as written, its description
+	// as a "# " line and "in DIR"; for WebFetch the URL and its domain; for
+	// an MCP tool the server, the tool and the input as indented JSON; for
+	// other tools the input as indented JSON. Plain text, lines ending in
+	// "\n", at most 64 KiB.
+	Preview       string `protobuf:"bytes,12,opt,name=preview,proto3" json:"preview,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2086,6 +2095,13 @@ func (x *PermissionRequest) GetAgent() *AgentRef {
 		return x.Agent
 	}
 	return nil
+}
+
+func (x *PermissionRequest) GetPreview() string {
+	if x != nil {
+		return x.Preview
+	}
+	return ""
 }
 
 // AgentRef names a sub-agent to people.
@@ -8648,7 +8664,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\adisplay\x18\x06 \x01(\tR\adisplay\x12\x1f\n" +
 	"\vduration_ms\x18\a \x01(\x03R\n" +
 	"durationMs\x126\n" +
-	"\x17structured_content_json\x18\b \x01(\tR\x15structuredContentJson\"\x89\x03\n" +
+	"\x17structured_content_json\x18\b \x01(\tR\x15structuredContentJson\"\xa3\x03\n" +
 	"\x11PermissionRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x17\n" +
@@ -8665,7 +8681,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\n" +
 	" \x01(\tR\tsessionId\x12)\n" +
-	"\x05agent\x18\v \x01(\v2\x13.tackle.v1.AgentRefR\x05agent\"v\n" +
+	"\x05agent\x18\v \x01(\v2\x13.tackle.v1.AgentRefR\x05agent\x12\x18\n" +
+	"\apreview\x18\f \x01(\tR\apreview\"v\n" +
 	"\bAgentRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12 \n" +
