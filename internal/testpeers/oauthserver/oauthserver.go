@@ -68,8 +68,9 @@ type Server struct {
 	// Issuer is the authorization server's issuer (http://127.0.0.1:PORT).
 	Issuer string
 
-	o  Options
-	hs *httptest.Server
+	o   Options
+	hs  *httptest.Server
+	mcp *mcp.Server // the MCP endpoint's server, whose sessions Close ends
 
 	mu         sync.Mutex // guards the fields below
 	down       bool
@@ -126,8 +127,17 @@ func Start(t testing.TB, o *Options) *Server {
 	s.URL = s.Issuer + "/mcp"
 	s.hs.Config.Handler = s.routes()
 	s.hs.Start()
-	t.Cleanup(s.hs.Close)
+	t.Cleanup(s.close)
 	return s
+}
+
+// close stops the HTTP server, then ends the MCP sessions clients left
+// open (closing their connections does not: a session outlives them).
+func (s *Server) close() {
+	s.hs.Close()
+	for ss := range s.mcp.Sessions() {
+		ss.Close()
+	}
 }
 
 // Stats returns the counts so far.
@@ -174,6 +184,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /token", s.token)
 
 	srv := mcp.NewServer(&mcp.Implementation{Name: "oauthserver", Version: "1"}, nil)
+	s.mcp = srv
 	type echoIn struct {
 		Text string `json:"text" jsonschema:"the text to echo"`
 	}
