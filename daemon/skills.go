@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -92,21 +91,7 @@ func (l *skillLayer) readSources(sess *session.Session) skill.Sources {
 	if len(dirs) > 1 {
 		src.AdditionalDirs = dirs[1:]
 	}
-	st, _ := l.d.loader.Load(sess.Root())
-	if raw, ok := st.Raw["plugins"]; ok {
-		var ps []string
-		if err := json.Unmarshal(raw, &ps); err != nil {
-			l.d.log.Warn(`"plugins" must be a list of directories; ignored`, "session", sess.ID(), "error", err)
-		}
-		for _, p := range ps {
-			if strings.HasPrefix(p, "~/") {
-				p = filepath.Join(l.d.opts.Home, p[2:])
-			} else if !filepath.IsAbs(p) {
-				p = filepath.Join(sess.Root(), p)
-			}
-			src.Plugins = append(src.Plugins, p)
-		}
-	}
+	src.Plugins = l.d.plugins(sess)
 	return src
 }
 
@@ -345,6 +330,13 @@ func (l *skillLayer) List(sess *session.Session, shadowed bool) ([]server.SkillI
 	var ps []server.SkillProblem
 	for _, p := range v.Problems() {
 		ps = append(ps, server.SkillProblem{Path: p.Path, Line: p.Line, Column: p.Column, Message: p.Message})
+	}
+	// The plugins that did not load (their hooks' and MCP servers' files
+	// are tackle hooks list's and tackle mcp list's).
+	for _, p := range l.d.pluginProblems(sess) {
+		if p.Part == "" {
+			ps = append(ps, server.SkillProblem{Path: p.Path, Message: pluginProblemText(p)})
+		}
 	}
 	return out, ps
 }

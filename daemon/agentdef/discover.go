@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
@@ -48,9 +49,12 @@ type Sources struct {
 	// ManagedDir is a directory of managed agents (such as
 	// /etc/tackle/agents), above all others.
 	ManagedDir string
-	// Plugins are plugin directories holding agents/; their agents are
-	// named "plugin:name", plugin being the directory's base name.
-	Plugins []string
+	// Plugins are the session's plugins (config.Settings.Plugins): the
+	// agents of their Agents paths (files, or directories read as agents
+	// directories are) are named "plugin:name", plugin being Plugin.Name,
+	// and get ${CLAUDE_PLUGIN_ROOT} and ${CLAUDE_PLUGIN_DATA} in their
+	// prompt replaced by its directory and its data directory.
+	Plugins []config.Plugin
 	// Trusted is set when the project is trusted. It covers the additional
 	// directories too: pass false unless every one of them is trusted.
 	Trusted bool
@@ -140,6 +144,8 @@ type agentsDir struct {
 	dir    string
 	source string
 	plugin string // the plugin's name, for plugin directories
+	root   string // the plugin's directory, for plugin directories
+	data   string // the plugin's data directory, for plugin directories
 }
 
 // AgentsDirs returns the agents directories of src, highest priority
@@ -165,6 +171,13 @@ func agentsDirs(src Sources) []agentsDir {
 		if !seen[dir] {
 			seen[dir] = true
 			dirs = append(dirs, agentsDir{dir: dir, source: source, plugin: plugin})
+		}
+	}
+	addPlugin := func(path string, p config.Plugin) {
+		path = filepath.Clean(path)
+		if !seen[path] {
+			seen[path] = true
+			dirs = append(dirs, agentsDir{dir: path, source: SourcePlugin, plugin: p.Name, root: p.Dir, data: p.DataDir})
 		}
 	}
 	// The managed and user directories keep their own place, even when the
@@ -204,11 +217,12 @@ func agentsDirs(src Sources) []agentsDir {
 		dirs = append(dirs, agentsDir{dir: d, source: SourceUser})
 	}
 	for _, p := range src.Plugins {
-		if p == "" {
+		if p.Name == "" {
 			continue
 		}
-		p = filepath.Clean(p)
-		add(filepath.Join(p, "agents"), SourcePlugin, filepath.Base(p))
+		for _, a := range p.Agents {
+			addPlugin(a, p)
+		}
 	}
 	return dirs
 }
@@ -256,6 +270,8 @@ type candidate struct {
 	dir    int    // index of its agents directory
 	source string // a Source constant
 	prefix string // "plugin:sub:" for a plugin's file
+	root   string // the plugin's directory, for a plugin's file
+	data   string // the plugin's data directory, for a plugin's file
 	info   fs.FileInfo
 	prob   *Problem // set when the file cannot even be looked at
 	entry  *cacheEntry
@@ -291,6 +307,12 @@ func (sc *scan) walkRoot(i int, d agentsDir) {
 	case err != nil:
 		sc.state[i] = err.Error()
 		sc.probs = append(sc.probs, Problem{Path: d.dir, Message: "reading the agents directory: " + unwrapPath(err).Error()})
+		return
+	case !fi.IsDir() && d.plugin != "" && fi.Mode().IsRegular():
+		// A plugin's manifest may name agent files.
+		if strings.EqualFold(filepath.Ext(d.dir), ".md") {
+			sc.cands = append(sc.cands, candidate{path: d.dir, dir: i, source: d.source, prefix: d.plugin + ":", root: d.root, data: d.data, info: fi})
+		}
 		return
 	case !fi.IsDir():
 		sc.state[i] = "not a directory"
@@ -372,7 +394,7 @@ func (w *walker) walk(dir, real, prefix string, depth int) {
 			continue
 		}
 		w.files++
-		cd := candidate{path: p, dir: w.root, source: w.d.source, prefix: prefix}
+		cd := candidate{path: p, dir: w.root, source: w.d.source, prefix: prefix, root: w.d.root, data: w.d.data}
 		fi, err := os.Stat(p) // what is not a regular file, safefile refuses
 		switch {
 		case err == nil:
@@ -398,7 +420,7 @@ func (sc *scan) signature(trusted bool) string {
 	}
 	w(strconv.FormatBool(trusted))
 	for i, d := range sc.dirs {
-		w("dir", d.dir, d.source, d.plugin, sc.state[i])
+		w("dir", d.dir, d.source, d.plugin, d.root, d.data, sc.state[i])
 	}
 	for _, p := range sc.probs {
 		w("problem", p.Error())
@@ -564,7 +586,7 @@ func (c *Catalog) finish(cd *candidate, trusted bool) (*Definition, []Problem) {
 		return nil, e.probs
 	}
 	restricted := !trusted && (cd.source == SourceProject || cd.source == SourceAdditional)
-	key := cd.source + "\x00" + cd.prefix + "\x00" + strconv.FormatBool(restricted)
+	key := cd.source + "\x00" + cd.prefix + "\x00" + cd.root + "\x00" + cd.data + "\x00" + strconv.FormatBool(restricted)
 	c.mu.Lock()
 	if e.memoKey == key {
 		def, probs := e.memo, e.memoProbs
@@ -583,6 +605,15 @@ func (c *Catalog) finish(cd *candidate, trusted bool) (*Definition, []Problem) {
 	}
 	switch {
 	case cd.source == SourcePlugin:
+		if cd.root != "" {
+			d.Prompt = strings.ReplaceAll(d.Prompt, "${CLAUDE_PLUGIN_ROOT}", cd.root)
+		}
+		if cd.data != "" && strings.Contains(d.Prompt, "${CLAUDE_PLUGIN_DATA}") {
+			// Made when named, as Claude Code makes it; a failure shows
+			// when the agent uses it.
+			_ = os.MkdirAll(cd.data, 0o755)
+			d.Prompt = strings.ReplaceAll(d.Prompt, "${CLAUDE_PLUGIN_DATA}", cd.data)
+		}
 		const why = "ignored: plugin agents may not set it (copy the file to .claude/agents to use it)"
 		if d.Hooks != nil {
 			drop("hooks", "hooks: %s", why)

@@ -109,7 +109,7 @@ func TestLoadPrecedence(t *testing.T) {
 		AdditionalDirs: []string{filepath.Join(tmp, "extra")},
 		ConfigHome:     filepath.Join(tmp, "cfg"), Home: filepath.Join(tmp, "home"),
 		ManagedDir: filepath.Join(tmp, "managed"),
-		Plugins:    []string{filepath.Join(tmp, "plugins", "toolkit")},
+		Plugins:    plugins(t, filepath.Join(tmp, "plugins", "toolkit")),
 		Trusted:    true,
 	}
 	set := agentdef.NewCatalog(nil).Load(src) // with the built-ins
@@ -259,7 +259,7 @@ func TestLoadPlugin(t *testing.T) {
 	write(t, plug, "agents/risky.md", agentMD("risky", "plugin", risky, "initialPrompt: Go.\n"))
 	write(t, plug, "agents/nameless.md", "---\ndescription: has no name\ntools: Read\n---\nBody.\n")
 	write(t, plug, "agents/README.md", "# About these agents\n")
-	set := agentdef.NewCatalog(noBuiltins).Load(agentdef.Sources{Plugins: []string{plug}, Trusted: true})
+	set := agentdef.NewCatalog(noBuiltins).Load(agentdef.Sources{Plugins: plugins(t, plug), Trusted: true})
 	if diff := cmp.Diff([]string{"my-plugin:nameless plugin has no name", "my-plugin:risky plugin plugin"}, summary(set.Agents)); diff != "" {
 		t.Errorf("agents (-want +got):\n%s", diff)
 	}

@@ -154,7 +154,7 @@ func TestStaticNestedCommandOrder(t *testing.T) {
 	write(t, proj, ".claude/commands/a:b/x.md", "a:b/x\n") // its alternative name is a/b/x.md's
 	plugin := filepath.Join(tmp, "plug")
 	write(t, plugin, "commands/sub/deep/x.md", "plugin x\n") // a plugin's commands keep their namespace
-	set := skill.NewCatalog(&skill.Options{Builtin: emptyBuiltin}).Static(skill.Sources{Root: proj, Cwd: proj, Plugins: []string{plugin}})
+	set := skill.NewCatalog(&skill.Options{Builtin: emptyBuiltin}).Static(skill.Sources{Root: proj, Cwd: proj, Plugins: plugins(t, plugin)})
 	want := []string{
 		"a:b:x command a:b/x (project:a:b)", // one level: before a/b/x.md
 		"b:x command b/x (project:b)",

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
@@ -33,9 +34,10 @@ type Sources struct {
 	ConfigHome, Home string
 	// ManagedDir is a directory of managed skills (such as /etc/tackle/skills).
 	ManagedDir string
-	// Plugins are plugin directories holding skills/ and commands/; their
-	// skills are named "plugin:name", plugin being the directory's base name.
-	Plugins []string
+	// Plugins are the session's plugins (config.Settings.Plugins): the
+	// skills of their Skills directories and the commands of their
+	// Commands paths are named "plugin:name", plugin being Plugin.Name.
+	Plugins []config.Plugin
 }
 
 // Options configures a Catalog. A nil *Options means the defaults.
@@ -117,10 +119,16 @@ type candidate struct {
 	// scope is what a nested command's description ends with, in
 	// parentheses ("project:fe"); "" for the others.
 	scope string
-	info  fs.FileInfo
-	prob  *Problem // set when the file cannot even be read
-	skill *Skill   // after parsing: the cached skill (shared)
-	probs []Problem
+	// pluginRoot and pluginData are ${CLAUDE_PLUGIN_ROOT} and
+	// ${CLAUDE_PLUGIN_DATA} for a plugin's skill.
+	pluginRoot, pluginData string
+	// labelled: the skill is named after its frontmatter name when it has
+	// one (a plugin's skills path that is a skill directory itself).
+	labelled bool
+	info     fs.FileInfo
+	prob     *Problem // set when the file cannot even be read
+	skill    *Skill   // after parsing: the cached skill (shared)
+	probs    []Problem
 }
 
 // scanner collects candidates, each skills or commands directory once.
@@ -168,9 +176,7 @@ func (c *Catalog) Static(src Sources) *Set {
 		sc.skillsDir(filepath.Join(d, ".claude", "skills"), SourceAdditional, "")
 	}
 	for _, p := range src.Plugins {
-		prefix := filepath.Base(filepath.Clean(p)) + ":"
-		sc.skillsDir(filepath.Join(p, "skills"), SourcePlugin, prefix)
-		sc.commandsDir(filepath.Join(p, "commands"), SourcePlugin, "", prefix)
+		sc.plugin(p)
 	}
 	c.loadBuiltins()
 	for _, sk := range c.builtins {
@@ -229,14 +235,57 @@ func (cd *candidate) resolve(set *Set) *Skill {
 		return nil
 	}
 	sk := cd.skill
-	if sk.Name != cd.name || sk.Source != cd.source || cd.scope != "" {
+	name := cd.name
+	if cd.labelled && sk.Label != "" {
+		if pre, _, ok := strings.Cut(cd.name, ":"); ok {
+			name = pre + ":" + sk.Label
+		}
+	}
+	if sk.Name != name || sk.Source != cd.source || cd.scope != "" || sk.PluginRoot != cd.pluginRoot || sk.PluginData != cd.pluginData {
 		sk = sk.Clone()
-		sk.Name, sk.Source = cd.name, cd.source
+		sk.Name, sk.Source, sk.PluginRoot, sk.PluginData = name, cd.source, cd.pluginRoot, cd.pluginData
 		if cd.scope != "" {
 			sk.Description = strings.TrimSpace(sk.Description + " (" + cd.scope + ")")
 		}
 	}
 	return sk
+}
+
+// plugin adds a plugin's skills, then its commands, named "name:x" after
+// the plugin's name. A skills path holding a SKILL.md itself is one skill,
+// named after its frontmatter name, else the directory (as Claude Code
+// names it); a commands path that is a file is one command.
+func (sc *scanner) plugin(p config.Plugin) {
+	prefix := p.Name + ":"
+	from := len(sc.cands)
+	for _, d := range p.Skills {
+		d = filepath.Clean(d)
+		if fi, err := os.Stat(filepath.Join(d, "SKILL.md")); err == nil && !fi.IsDir() && !sc.dirs[d] {
+			sc.dirs[d] = true
+			sc.cands = append(sc.cands, candidate{path: filepath.Join(d, "SKILL.md"), name: prefix + filepath.Base(d), source: SourcePlugin, labelled: true, info: fi})
+			continue
+		}
+		sc.skillsDir(d, SourcePlugin, prefix)
+	}
+	for _, c := range p.Commands {
+		c = filepath.Clean(c)
+		fi, err := os.Stat(c)
+		switch {
+		case err == nil && !fi.IsDir():
+			if sc.dirs[c] || !strings.HasSuffix(c, ".md") {
+				continue
+			}
+			sc.dirs[c] = true
+			sc.cands = append(sc.cands, candidate{path: c, name: prefix + strings.TrimSuffix(filepath.Base(c), ".md"), source: SourcePlugin, info: fi})
+		case err == nil || errors.Is(err, fs.ErrNotExist):
+			sc.commandsDir(c, SourcePlugin, "", prefix)
+		default:
+			sc.probs = append(sc.probs, Problem{Path: c, Message: fmt.Sprintf("reading the plugin's commands: %v", unwrapPath(err))})
+		}
+	}
+	for i := from; i < len(sc.cands); i++ {
+		sc.cands[i].pluginRoot, sc.cands[i].pluginData = p.Dir, p.DataDir
+	}
 }
 
 // describe names a skill for a warning: "the project skill /p/SKILL.md",

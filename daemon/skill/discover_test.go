@@ -97,7 +97,7 @@ func TestStaticPrecedence(t *testing.T) {
 		AdditionalDirs: []string{filepath.Join(tmp, "extra")},
 		ConfigHome:     filepath.Join(tmp, "cfg"), Home: filepath.Join(tmp, "home"),
 		ManagedDir: filepath.Join(tmp, "managed"),
-		Plugins:    []string{filepath.Join(tmp, "plugins", "myplug")},
+		Plugins:    plugins(t, filepath.Join(tmp, "plugins", "myplug")),
 	})
 	if len(set.Problems) > 0 {
 		t.Fatalf("problems: %v", set.Problems)

@@ -36,7 +36,10 @@ const viewTTL = time.Second
 // pathsView returns the view to match paths against: the cached one when
 // it is recent, for the same sources and nothing changed since.
 func (d *Dynamic) pathsView(c *Catalog, src Sources, changed bool) *View {
-	key := strings.Join(append(append([]string{src.Root, src.Cwd, src.ConfigHome, src.Home, src.ManagedDir}, src.AdditionalDirs...), src.Plugins...), "\x00")
+	key := strings.Join(append([]string{src.Root, src.Cwd, src.ConfigHome, src.Home, src.ManagedDir}, src.AdditionalDirs...), "\x00")
+	for _, p := range src.Plugins {
+		key += "\x00" + p.Name + "\x01" + p.Dir
+	}
 	d.viewMu.Lock()
 	defer d.viewMu.Unlock()
 	if !changed && d.view != nil && d.viewKey == key && time.Since(d.viewAt) < viewTTL {

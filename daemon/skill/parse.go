@@ -85,6 +85,13 @@ type Skill struct {
 	Path string
 	// Dir is the skill's directory, ${TACKLE_SKILL_DIR} ("" for MCP).
 	Dir string
+	// PluginRoot is the directory of the plugin a plugin's skill comes
+	// from, ${CLAUDE_PLUGIN_ROOT} ("" for the others).
+	PluginRoot string
+	// PluginData is that plugin's persistent directory,
+	// ${CLAUDE_PLUGIN_DATA} ("" for the others, and for a plugin that has
+	// none).
+	PluginData string
 	// Body is the markdown after the frontmatter (BOM removed, CRLF as LF).
 	Body string
 	// Warnings are things a person should fix that did not stop the skill

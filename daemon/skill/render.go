@@ -1,6 +1,7 @@
 package skill
 
 import (
+	"os"
 	"strconv"
 	"strings"
 )
@@ -26,7 +27,10 @@ type Vars struct {
 //   - ${TACKLE_SKILL_DIR} / ${CLAUDE_SKILL_DIR} are the skill's directory;
 //     ${TACKLE_SESSION_ID} / ${CLAUDE_SESSION_ID}, ${TACKLE_PROJECT_DIR} /
 //     ${CLAUDE_PROJECT_DIR} and ${TACKLE_EFFORT} / ${CLAUDE_EFFORT} come
-//     from vars.
+//     from vars; a plugin's skill has ${CLAUDE_PLUGIN_ROOT}, its plugin's
+//     directory, and ${CLAUDE_PLUGIN_DATA}, its persistent directory,
+//     which is made when a skill names it, as Claude Code makes it
+//     (elsewhere both are left as written).
 //   - Each !`cmd` (on a line of its own or inline) and each fenced block
 //     opened with ```! is replaced by run(cmd), after the substitutions
 //     above; inside a command, argument values are shell-quoted. Commands in
@@ -100,6 +104,16 @@ func (r *renderer) variable(name string) (string, bool) {
 		return r.vars.ProjectDir, true
 	case "EFFORT":
 		return r.vars.Effort, true
+	case "PLUGIN_ROOT":
+		if r.sk.PluginRoot != "" {
+			return r.sk.PluginRoot, true
+		}
+	case "PLUGIN_DATA":
+		if r.sk.PluginRoot != "" && r.sk.PluginData != "" {
+			// A failure shows when the skill's commands use it.
+			_ = os.MkdirAll(r.sk.PluginData, 0o755)
+			return r.sk.PluginData, true
+		}
 	}
 	return "", false
 }
