@@ -140,6 +140,7 @@ type chat struct {
 	colour     bool            // diffs in colour
 	pr         *prompter       // nil when stdin is not a terminal
 	tree       *agentTree      // the session's sub-agents under their Agent calls
+	live       liveOutput      // running calls' output, streamed as it comes
 	askingNow  bool            // what ui.asking was last told
 	statusNow  string          // what ui.status was last told
 	sawDeltas  bool            // the message streaming now came as deltas
@@ -664,15 +665,27 @@ func (ch *chat) event(e *tacklev1.Event) error {
 		for _, c := range e.GetCalls() {
 			ch.say("● %s %s", c.GetName(), mainArgument(c.GetInputJson()))
 		}
+	case "call_progress":
+		if lines := ch.live.add(e); len(lines) > 0 {
+			ch.endLine()
+			ch.say("%s", strings.Join(lines, "\n"))
+		}
 	case "call_result":
 		r := e.GetResult()
+		rest, streamed := ch.live.end(e.GetCallId())
+		if len(rest) > 0 {
+			ch.say("%s", strings.Join(rest, "\n"))
+		}
+		timing := resultTiming(r, streamed)
 		switch {
 		case !r.GetIsError() && isDiff(r.GetDisplay()):
 			ch.endLine()
 			ch.tree.broke()
 			writeDiff(ch.info, r.GetDisplay(), ch.colour)
 		case r.GetIsError():
-			ch.say("  ✗ %s %s%s", r.GetName(), r.GetStatus(), summarySuffix(r))
+			ch.say("  ✗ %s %s%s%s", r.GetName(), r.GetStatus(), timing, summarySuffix(r))
+		case timing != "":
+			ch.say("  ✓ %s %s%s", r.GetName(), r.GetStatus(), timing)
 		}
 	case "permission_requested":
 		if ch.pr != nil {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -183,6 +184,21 @@ func (b *lineBuffer) waitFor(t *testing.T, s string) {
 		case <-b.changed:
 		case <-guard.C:
 			t.Fatalf("timed out waiting for %q in:\n%s", s, b.String())
+		}
+	}
+}
+
+// waitForMatch waits until the buffer matches re. The timeout only guards
+// against a hung test.
+func (b *lineBuffer) waitForMatch(t *testing.T, re *regexp.Regexp) {
+	t.Helper()
+	guard := time.NewTimer(30 * time.Second)
+	defer guard.Stop()
+	for !re.MatchString(b.String()) {
+		select {
+		case <-b.changed:
+		case <-guard.C:
+			t.Fatalf("timed out waiting for %v in:\n%s", re, b.String())
 		}
 	}
 }

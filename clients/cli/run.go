@@ -167,6 +167,7 @@ type runView struct {
 	midLine   bool // the last text printed did not end a line
 	sawDeltas bool // text came as deltas: assistant_message need not repeat it
 	tree      *agentTree
+	live      liveOutput // running calls' output, streamed as it comes
 }
 
 func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
@@ -213,15 +214,30 @@ func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 		for _, c := range e.GetCalls() {
 			fmt.Fprintf(v.a.stderr, "● %s %s\n", c.GetName(), mainArgument(c.GetInputJson()))
 		}
+	case "call_progress":
+		if lines := v.live.add(e); len(lines) > 0 {
+			v.endLine()
+			v.tree.broke()
+			fmt.Fprintln(v.a.stderr, strings.Join(lines, "\n"))
+		}
 	case "call_result":
 		r := e.GetResult()
+		rest, streamed := v.live.end(e.GetCallId())
+		if len(rest) > 0 {
+			v.tree.broke()
+			fmt.Fprintln(v.a.stderr, strings.Join(rest, "\n"))
+		}
+		timing := resultTiming(r, streamed)
 		switch {
 		case !r.GetIsError() && isDiff(r.GetDisplay()):
 			v.tree.broke()
 			writeDiff(v.a.stderr, r.GetDisplay(), v.a.colour(v.a.stderr))
 		case r.GetIsError():
 			v.tree.broke()
-			fmt.Fprintf(v.a.stderr, "  ✗ %s %s%s\n", r.GetName(), r.GetStatus(), summarySuffix(r))
+			fmt.Fprintf(v.a.stderr, "  ✗ %s %s%s%s\n", r.GetName(), r.GetStatus(), timing, summarySuffix(r))
+		case timing != "":
+			v.tree.broke()
+			fmt.Fprintf(v.a.stderr, "  ✓ %s %s%s\n", r.GetName(), r.GetStatus(), timing)
 		}
 	case "permission_requested":
 		v.tree.broke()

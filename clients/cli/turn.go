@@ -49,7 +49,8 @@ type turn struct {
 	results   map[string]*tacklev1.ToolResult
 	ended     bool
 	spin      *spinner
-	label     string
+	label     string    // what runs: the tool and its main argument
+	started   time.Time // when the turn was sent
 
 	// prompt asks permission requests on stdin (a terminal); nil when
 	// stdin is not one or carried the input.
@@ -88,12 +89,16 @@ func (a *app) runTurn(ctx context.Context, c *client.Client, sessionID string, c
 	if stdinFree && isTerminal(a.stdin) {
 		t.prompt = newPrompter(a, s, sessionID)
 		t.prompt.before = func() { t.spin.Stop() }
-		t.prompt.after = func() { t.spin = startSpinner(a.stderr, t.label) }
+		t.prompt.after = func() {
+			t.spin = startSpinner(a.stderr, t.label)
+			t.spin.SetStart(t.started)
+		}
 	}
-	t.label = calls[0].GetName()
+	t.label = strings.TrimSpace(calls[0].GetName() + " " + mainArgument(calls[0].GetInputJson()))
 	if len(calls) > 1 {
 		t.label = fmt.Sprintf("%d calls", len(calls))
 	}
+	t.started = time.Now()
 	t.spin = startSpinner(a.stderr, t.label)
 	defer func() { t.spin.Stop() }()
 
@@ -207,7 +212,13 @@ func (t *turn) event(e *tacklev1.Event) {
 	case "turn_ended":
 		t.ended = true
 	case "call_state":
-		t.spin.SetLabel(e.GetTool() + " " + strings.ReplaceAll(e.GetState(), "_", " "))
+		label := t.label
+		if len(t.calls) > 1 {
+			label = e.GetTool()
+		}
+		t.spin.SetLabel(label + " · " + strings.ReplaceAll(e.GetState(), "_", " "))
+	case "call_progress":
+		t.spin.Output(e.GetText())
 	case "permission_requested":
 		t.permissionRequested(e.GetPermission())
 	case "permission_resolved":

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tackle-agent/tackle/daemon/daemontest"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/fakemodel"
+)
+
+// TestCallLiveTerminal: on a terminal, tackle call Bash shows the command,
+// its elapsed time and its output while it runs; Ctrl-C cancels the call,
+// which ends with one result, cancelled.
+func TestCallLiveTerminal(t *testing.T) {
+	d := daemontest.Start(t)
+	dir, _ := project(t)
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command here")
+	}
+	tc := startTermChat(t, env(d), "call", "Bash",
+		`{"command":"for i in 1 2 3; do echo line$i; done; echo 'half a li'; `+sleep+` 60"}`,
+		"--cwd", dir, "--permission-mode", "bypassPermissions")
+	tc.out.waitFor(t, "│ line3")
+	tc.out.waitFor(t, "│ half a li")
+	// The elapsed time counts up beside the command line.
+	tc.out.waitForMatch(t, regexp.MustCompile(`Bash for i in 1 2 3; do echo line\$i; done; .*\(\d+\.\ds\)`))
+	tc.keys("\x03") // Ctrl-C
+	err = tc.wait()
+	if err == nil || !strings.Contains(err.Error(), "exit status 1") {
+		t.Errorf("tackle call after Ctrl-C: %v, want exit status 1\n%s", err, tc.out.String())
+	}
+	out := tc.out.String()
+	if n := strings.Count(out, "[Request interrupted by user for tool use]"); n != 1 {
+		t.Errorf("the cancelled result is shown %d times:\n%s", n, out)
+	}
+	if !strings.Contains(out, "cancelling the calls") {
+		t.Errorf("no word of the cancel:\n%s", out)
+	}
+}
+
+// TestRunStreamsOutput: tackle run streams a command's output as it comes,
+// under the call's line, and says how long a call that streamed took.
+func TestRunStreamsOutput(t *testing.T) {
+	_, fm, dir, environ := chatEnv(t, nil)
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Call("Bash", map[string]any{"command": "echo one; echo two; printf three"}),
+		fakemodel.Say("Done."),
+	))
+	r := tackleEnv(t, environ, "", "run", "count", "--cwd", dir, "--permission-mode", "bypassPermissions").mustCode(t, 0)
+	if !regexp.MustCompile(`● Bash echo one; echo two; printf three\n  │ one\n  │ two\n  │ three\n  ✓ Bash completed \(\d+\.\ds\)\n`).MatchString(r.stderr) {
+		t.Errorf("run's stderr:\n%s", r.stderr)
+	}
+	if r.stdout != "Done.\n" {
+		t.Errorf("run's stdout: %q", r.stdout)
+	}
+}
+
+func TestLiveOutputLines(t *testing.T) {
+	var l liveOutput
+	ev := func(id, text string) *tacklev1.Event {
+		return &tacklev1.Event{Type: "call_progress", CallId: id, Text: text}
+	}
+	if got := l.add(ev("a", "one\ntw")); strings.Join(got, "|") != "  │ one" {
+		t.Errorf("add = %q", got)
+	}
+	if got := l.add(ev("b", "other\n")); strings.Join(got, "|") != "  │ other" {
+		t.Errorf("add b = %q", got)
+	}
+	if got := l.add(ev("a", "o\r\n10%\r50%\r100%\n\tx\x1b[31m")); strings.Join(got, "|") != "  │ two|  │ 100%" {
+		t.Errorf("add = %q", got)
+	}
+	rest, streamed := l.end("a")
+	if strings.Join(rest, "|") != "  │  x[31m" || !streamed {
+		t.Errorf("end = %q, %v", rest, streamed)
+	}
+	if rest, streamed := l.end("c"); rest != nil || streamed {
+		t.Errorf("end of a silent call = %q, %v", rest, streamed)
+	}
+}
