@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"mvdan.cc/sh/v3/expand"
 	"mvdan.cc/sh/v3/syntax"
@@ -62,6 +63,20 @@ import (
 // "eval '…'").
 const maxNesting = 4
 
+// The bounds of one command's analysis: past either, the analysis stops
+// where it is (what it found so far stays, so deny rules still see those
+// commands) and the command is always asked. A 9,900-character command of
+// nested $(…) once took 10 s of CPU and listed 6 MB of commands, since
+// every level's command holds every deeper one.
+const (
+	// maxAnalysisTime bounds the time spent analysing one command line.
+	maxAnalysisTime = 200 * time.Millisecond
+	// maxCommandsBytes bounds the total text of Commands.
+	maxCommandsBytes = 64 << 10
+	// maxCommands bounds the number of Commands.
+	maxCommands = 1024
+)
+
 // shellAccess is the permission view of one command line.
 type shellAccess struct {
 	Commands       []string
@@ -81,14 +96,15 @@ func analyzeAccess(env tool.Env, command string) shellAccess {
 		bases: []string{env.Cwd()},
 		home:  homeDir(env),
 		seen:  map[string]bool{},
+		until: time.Now().Add(maxAnalysisTime),
 	}
 	switch {
 	case len(command) > maxClassifyChars:
-		a.command(strings.TrimSpace(command))
+		a.whole(command)
 		a.ask(fmt.Sprintf("the command is %d characters long; commands over %d characters are not analysed, so they are always asked", len(command), maxClassifyChars))
 	default:
 		if err := a.script(command, 0); err != nil {
-			a.command(strings.TrimSpace(command))
+			a.whole(command)
 			a.ask(fmt.Sprintf("the command does not parse as a bash script (%v), so its parts cannot be checked", err))
 		}
 	}
@@ -124,14 +140,62 @@ type analyzer struct {
 	seen                            map[string]bool // kind letter + value, for de-duplication
 	globRead                        int             // directories and entries read to expand globs (maxGlobEntries)
 	resolved                        int             // paths resolved (maxPaths)
+
+	// until is when the analysis must stop (zero: never, for probes);
+	// cmdBytes the text of commands so far; over is set once a bound was
+	// passed, and the analysis stops.
+	until    time.Time
+	cmdBytes int
+	over     bool
 }
 
 func (a *analyzer) add(list *[]string, kind, s string) {
 	if s == "" || a.seen[kind+s] {
 		return
 	}
+	if kind == "c" {
+		if a.over {
+			return
+		}
+		if len(a.commands) >= maxCommands || a.cmdBytes+len(s) > maxCommandsBytes {
+			a.bound(fmt.Sprintf("the command holds more than %d simple commands or %d KB of them", maxCommands, maxCommandsBytes>>10))
+			return
+		}
+		a.cmdBytes += len(s)
+	}
 	a.seen[kind+s] = true
 	*list = append(*list, s)
+}
+
+// bound stops the analysis: it passed one of its bounds, said in what.
+func (a *analyzer) bound(what string) {
+	if a.over {
+		return
+	}
+	a.over = true
+	a.ask(fmt.Sprintf("the command is too complex to analyse (%s), so it is always asked", what))
+}
+
+// overTime reports whether the analysis must stop, and stops it when its
+// time is up.
+func (a *analyzer) overTime() bool {
+	if a.over {
+		return true
+	}
+	if !a.until.IsZero() && time.Now().After(a.until) {
+		a.bound(fmt.Sprintf("analysing it took more than %s", maxAnalysisTime))
+	}
+	return a.over
+}
+
+// whole lists the whole command line as its one command, past the bounds
+// of Commands, so that deny rules still see it: it is not analysed.
+func (a *analyzer) whole(command string) {
+	command = strings.TrimSpace(command)
+	if command != "" && !a.seen["c"+command] {
+		a.seen["c"+command] = true
+		a.commands = append(a.commands, command)
+	}
 }
 
 func (a *analyzer) command(s string) { a.add(&a.commands, "c", s) }
@@ -143,6 +207,9 @@ func (a *analyzer) ask(reason string) {
 
 // script parses src and walks every node of it.
 func (a *analyzer) script(src string, depth int) error {
+	if a.overTime() {
+		return nil
+	}
 	f, err := parseBash(src)
 	if err != nil {
 		return err
@@ -156,6 +223,9 @@ func (a *analyzer) script(src string, depth int) error {
 func (a *analyzer) walk(src string, n syntax.Node, depth int) {
 	var scan evalScan
 	syntax.Walk(n, func(n syntax.Node) bool {
+		if a.overTime() {
+			return false
+		}
 		scan.node(n)
 		switch n := n.(type) {
 		case *syntax.CallExpr:
@@ -176,6 +246,9 @@ func (a *analyzer) walk(src string, n syntax.Node, depth int) {
 		}
 		return true
 	})
+	if a.over {
+		return
+	}
 	reasons, code := scan.finish()
 	for _, r := range reasons {
 		a.ask(r)
