@@ -49,12 +49,13 @@ test: deps tools ## run every test (unit, daemon, CLI, integration, the Neovim p
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd internal/modeloracle && $(GO) test -race -count=1 ./...
 	bash scripts/nvim-test.sh
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 FUZZTIME ?= 20s
-fuzz: ## run the fuzz targets for FUZZTIME each (rule parsing, the Bash analysis)
-	$(GO) test -run '^$$' -fuzz '^FuzzParseRule$$' -fuzztime $(FUZZTIME) ./daemon/permission/
-	$(GO) test -run '^$$' -fuzz '^FuzzAnalyze$$' -fuzztime $(FUZZTIME) ./daemon/tools/shell/
+TEST_FUZZTIME ?= 1s
+FUZZ ?= .
+fuzz: ## run every fuzz target (scripts/fuzz.sh finds them; FUZZ=regexp picks) for FUZZTIME each; make test: TEST_FUZZTIME each
+	@GO='$(GO)' FUZZTIME='$(FUZZTIME)' FUZZ='$(FUZZ)' bash scripts/fuzz.sh
 
 integration: deps tools ## run the integration suite against the real binaries
 	$(GO) test -count=1 -timeout 10m ./integration/...
