@@ -34,7 +34,11 @@ import (
 //     must be registered in known_marketplaces.json, as Claude Code
 //     requires; a plugin of a registered marketplace with a relative-path
 //     source and no install record is read in place from the
-//     marketplace's folder.
+//     marketplace's folder. A marketplace plugin without a plugin.json
+//     takes its manifest from its catalog entry (the marketplace's
+//     "strict": false plugins); the entry's skills add to skills/, so
+//     plugins sharing one source each get all its skills, as in Claude
+//     Code (anthropics/claude-code#21148).
 //   - tackle's own "plugins" setting lists plugin directories (as Claude
 //     Code's --plugin-dir), merged over the layers.
 //
@@ -317,7 +321,7 @@ func (s *Settings) readPlugins() ([]Plugin, []PluginProblem) {
 	}
 
 	for _, d := range s.pluginDirs(&probs) {
-		p, ps := readPlugin(d.dir, "", filepath.Base(d.dir), d.src, "")
+		p, ps := readPlugin(d.dir, "", filepath.Base(d.dir), d.src, "", nil)
 		if p != nil && reg.root != "" {
 			p.DataDir = filepath.Join(reg.root, "data", dataDirName(p.Name+"@"+InlineMarketplace))
 		}
@@ -506,6 +510,7 @@ func (s *Settings) resolveEnabled(id string, src Source, reg *pluginRegistry, in
 		return nil, []PluginProblem{{Plugin: id, Path: src.Path, Message: why}}
 	}
 	data := filepath.Join(reg.root, "data", dataDirName(id))
+	entry := catalogEntry(market.InstallLocation, name)
 
 	// The install record that applies to the project.
 	var first *installRecord
@@ -523,7 +528,7 @@ func (s *Settings) resolveEnabled(id string, src Source, reg *pluginRegistry, in
 			first = &r
 		}
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			p, probs := readPlugin(dir, id, name, src, data)
+			p, probs := readPlugin(dir, id, name, src, data, entry)
 			if p != nil && p.Version == "" {
 				p.Version = rec.Version
 			}
@@ -535,8 +540,8 @@ func (s *Settings) resolveEnabled(id string, src Source, reg *pluginRegistry, in
 	}
 
 	// No install: a relative-path plugin of the marketplace is read in place.
-	if dir, prob := inPlace(market.InstallLocation, name); dir != "" {
-		return readPlugin(dir, id, name, src, data)
+	if dir, prob := inPlace(entry); dir != "" {
+		return readPlugin(dir, id, name, src, data, entry)
 	} else if prob != "" {
 		return nil, []PluginProblem{{Plugin: id, Message: prob}}
 	}
@@ -569,51 +574,82 @@ func (s *Settings) recordApplies(rec installRecord) bool {
 	return a != "" && a == b
 }
 
-// inPlace returns the folder of the plugin name in the catalog of the
-// marketplace at loc when its source is a relative path inside it, or why
-// it cannot be used ("" and "" when the catalog does not list it).
-func inPlace(loc, name string) (string, string) {
+// marketEntry is a plugin's entry in its marketplace's catalog.
+type marketEntry struct {
+	// Path is the catalog file.
+	Path string
+	// Raw is the entry, which stands for the plugin's manifest when the
+	// plugin has none (readPlugin).
+	Raw json.RawMessage
+	// Source is the entry's "source"; Root the catalog's
+	// metadata.pluginRoot.
+	Source json.RawMessage
+	Root   string
+	// Loc is the marketplace's folder.
+	Loc string
+	// Bad is why the catalog could not be read ("" when it was).
+	Bad string
+}
+
+// catalogEntry returns the entry of the plugin name in the catalog of the
+// marketplace at loc (nil when the catalog is missing or does not list
+// it; Bad set when it does not parse).
+func catalogEntry(loc, name string) *marketEntry {
 	if loc == "" || !filepath.IsAbs(loc) {
-		return "", ""
+		return nil
 	}
 	path := filepath.Join(loc, MarketplaceManifest)
 	data, err := readConfigFile(path)
 	if err != nil {
-		return "", ""
+		return nil
 	}
 	var cat struct {
 		Metadata struct {
 			PluginRoot string `json:"pluginRoot"`
 		} `json:"metadata"`
-		Plugins []struct {
-			Name   string          `json:"name"`
-			Source json.RawMessage `json:"source"`
-		} `json:"plugins"`
+		Plugins []json.RawMessage `json:"plugins"`
 	}
 	if err := json.Unmarshal(data, &cat); err != nil {
-		return "", fmt.Sprintf("%s does not parse (%v)", path, err)
+		return &marketEntry{Path: path, Loc: loc, Bad: fmt.Sprintf("%s does not parse (%v)", path, err)}
 	}
-	for _, e := range cat.Plugins {
-		if e.Name != name {
+	for _, raw := range cat.Plugins {
+		var e struct {
+			Name   string          `json:"name"`
+			Source json.RawMessage `json:"source"`
+		}
+		if json.Unmarshal(raw, &e) != nil || e.Name != name {
 			continue
 		}
-		var rel string
-		if json.Unmarshal(e.Source, &rel) != nil {
-			return "", "" // fetched from elsewhere: it needs an install
-		}
-		if !strings.HasPrefix(rel, "./") && !strings.HasPrefix(rel, "../") && cat.Metadata.PluginRoot != "" {
-			rel = filepath.Join(cat.Metadata.PluginRoot, rel)
-		}
-		dir, ok := inside(loc, rel)
-		if !ok {
-			return "", fmt.Sprintf("%s: the source %q of %s leaves the marketplace's folder: not loaded", path, rel, name)
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return "", "" // not there: it needs an install
-		}
-		return dir, ""
+		return &marketEntry{Path: path, Raw: raw, Source: e.Source, Root: cat.Metadata.PluginRoot, Loc: loc}
 	}
-	return "", ""
+	return nil
+}
+
+// inPlace returns the folder of a marketplace's plugin when the source of
+// its catalog entry e is a relative path inside the marketplace's folder,
+// or why it cannot be used ("" and "" when it needs an install).
+func inPlace(e *marketEntry) (string, string) {
+	if e == nil {
+		return "", ""
+	}
+	if e.Bad != "" {
+		return "", e.Bad
+	}
+	var rel string
+	if json.Unmarshal(e.Source, &rel) != nil {
+		return "", "" // fetched from elsewhere: it needs an install
+	}
+	if !strings.HasPrefix(rel, "./") && !strings.HasPrefix(rel, "../") && e.Root != "" {
+		rel = filepath.Join(e.Root, rel)
+	}
+	dir, ok := inside(e.Loc, rel)
+	if !ok {
+		return "", fmt.Sprintf("%s: the source %q of the plugin leaves the marketplace's folder: not loaded", e.Path, rel)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", "" // not there: it needs an install
+	}
+	return dir, ""
 }
 
 // inside joins the relative path rel to root and reports whether the
@@ -639,7 +675,7 @@ func ReadPlugin(dir string) (*Plugin, []PluginProblem) {
 	if abs, err := filepath.Abs(dir); err == nil {
 		dir = abs
 	}
-	return readPlugin(dir, "", filepath.Base(dir), Source{}, "")
+	return readPlugin(dir, "", filepath.Base(dir), Source{}, "", nil)
 }
 
 // manifest is what tackle reads of a plugin.json.
@@ -656,8 +692,13 @@ type manifest struct {
 
 // readPlugin reads the plugin at dir: its manifest (optional) and the
 // parts it declares or has in their default places. fallback names it
-// when the manifest does not.
-func readPlugin(dir, id, fallback string, src Source, dataDir string) (*Plugin, []PluginProblem) {
+// when the manifest does not. entry, when not nil, is the plugin's entry
+// in its marketplace's catalog: a plugin without a plugin.json takes its
+// manifest fields from there (name, version, description, skills,
+// commands, agents, hooks, mcpServers), as Claude Code reads a
+// marketplace's "strict": false plugins; a plugin with one is read from
+// its plugin.json only.
+func readPlugin(dir, id, fallback string, src Source, dataDir string, entry *marketEntry) (*Plugin, []PluginProblem) {
 	p := &Plugin{ID: id, Name: fallback, Dir: dir, DataDir: dataDir, Source: src}
 	label := id
 	if label == "" {
@@ -674,6 +715,9 @@ func readPlugin(dir, id, fallback string, src Source, dataDir string) (*Plugin, 
 	mpath := filepath.Join(dir, PluginManifest)
 	var m manifest
 	data, err := readConfigFile(mpath)
+	if errors.Is(err, fs.ErrNotExist) && entry != nil && entry.Raw != nil {
+		mpath, data, err = entry.Path, entry.Raw, nil
+	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// No manifest: the default places, named after the id or directory.

@@ -132,9 +132,65 @@ func TestPluginsEnabledByUser(t *testing.T) {
 		t.Errorf("formatter MCP servers: %+v", f.MCPServers)
 	}
 	// Without a manifest or an install record: read in place from the
-	// marketplace, named after the id.
-	if s := plugins[1]; s.Dir != filepath.Join(e.plugins, "marketplaces", "team-tools", "plugins", "scratchpad") || s.Version != "" {
+	// marketplace, named after the id, described by its catalog entry.
+	if s := plugins[1]; s.Dir != filepath.Join(e.plugins, "marketplaces", "team-tools", "plugins", "scratchpad") || s.Version != "" || s.Description != "Keeps notes" {
 		t.Errorf("scratchpad: %+v", s)
+	}
+}
+
+// A plugin without a plugin.json takes its manifest from its catalog
+// entry (a marketplace's "strict": false plugins): its paths, relative to
+// the plugin, and its inline hooks and MCP servers. A plugin with a
+// plugin.json is read from it alone.
+func TestPluginsMarketplaceEntry(t *testing.T) {
+	e := newPluginEnv(t)
+	market := filepath.Join(e.plugins, "marketplaces", "team-tools")
+	catalog := filepath.Join(market, MarketplaceManifest)
+	write(t, catalog, `{
+  "name": "team-tools",
+  "owner": {"name": "Example Org Developer Tools"},
+  "plugins": [
+    {"name": "formatter", "source": "./plugins/formatter", "description": "not formatter's: it has a plugin.json", "commands": ["./nowhere"]},
+    {
+      "name": "scratchpad",
+      "source": "./plugins/scratchpad",
+      "strict": false,
+      "version": "0.4.0",
+      "description": "Keeps notes",
+      "commands": ["./commands/note.md", "./more"],
+      "hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "echo started"}]}]},
+      "mcpServers": {"notes": {"command": "${CLAUDE_PLUGIN_ROOT}/bin/notes"}}
+    }
+  ]
+}
+`)
+	st, _ := e.l.Load(e.project)
+	plugins, probs := st.Plugins()
+	for _, p := range probs {
+		if p.Plugin != "ghost@team-tools" && p.Plugin != "orphan@unknown-market" {
+			t.Errorf("problem: %v", p)
+		}
+	}
+	if diff := cmp.Diff([]string{"formatter@team-tools formatter", "scratchpad@team-tools scratchpad"}, pluginNames(plugins)); diff != "" {
+		t.Fatalf("plugins (-want +got):\n%s", diff)
+	}
+	if f := plugins[0]; f.Description != "Formats code after every edit and reviews style" || len(f.Commands) != 1 || f.Commands[0] != filepath.Join(e.cache("formatter", "1.2.0"), "commands") {
+		t.Errorf("formatter read its catalog entry: %+v", f)
+	}
+	s := plugins[1]
+	dir := filepath.Join(market, "plugins", "scratchpad")
+	if s.Version != "0.4.0" || s.Description != "Keeps notes" {
+		t.Errorf("scratchpad: version %q, description %q", s.Version, s.Description)
+	}
+	if diff := cmp.Diff([]string{filepath.Join(dir, "commands", "note.md"), filepath.Join(dir, "more")}, s.Commands); diff != "" {
+		t.Errorf("scratchpad commands (-want +got):\n%s", diff)
+	}
+	if len(s.Hooks) != 1 || s.Hooks[0].Path != catalog || !strings.Contains(string(s.Hooks[0].Raw), "echo started") {
+		t.Errorf("scratchpad hooks: %+v", s.Hooks)
+	}
+	servers, _ := e.l.MCPServers(e.project, nil, nil, false)
+	if n, ok := byName(servers)["plugin:scratchpad:notes"]; !ok || n.Command != filepath.Join(dir, "bin", "notes") || n.Source != catalog+" [plugin scratchpad@team-tools]" {
+		t.Errorf("scratchpad's server: %+v", n)
 	}
 }
 

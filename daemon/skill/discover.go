@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -260,9 +261,14 @@ func (sc *scanner) plugin(p config.Plugin) {
 	from := len(sc.cands)
 	for _, d := range p.Skills {
 		d = filepath.Clean(d)
-		if fi, err := os.Stat(filepath.Join(d, "SKILL.md")); err == nil && !fi.IsDir() && !sc.dirs[d] {
+		if fi, err := os.Stat(filepath.Join(d, "SKILL.md")); err == nil && !fi.IsDir() {
+			// A skill the plugin's skills/ already gave (a manifest listing
+			// ./skills/x) is read once.
+			path := filepath.Join(d, "SKILL.md")
+			if !sc.dirs[d] && !slices.ContainsFunc(sc.cands[from:], func(c candidate) bool { return c.path == path }) {
+				sc.cands = append(sc.cands, candidate{path: path, name: prefix + filepath.Base(d), source: SourcePlugin, labelled: true, info: fi})
+			}
 			sc.dirs[d] = true
-			sc.cands = append(sc.cands, candidate{path: filepath.Join(d, "SKILL.md"), name: prefix + filepath.Base(d), source: SourcePlugin, labelled: true, info: fi})
 			continue
 		}
 		sc.skillsDir(d, SourcePlugin, prefix)
