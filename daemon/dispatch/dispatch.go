@@ -572,6 +572,11 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 			d.log.Error("pipeline panicked", "tool", name, "call", cr.info.ID, "panic", r, "stack", string(debug.Stack()))
 			res, mod = text(event.StatusFailed, fmt.Sprintf("Error: tackle failed while running %s: %v", name, r)), nil
 		}
+		if lf, ok := s.(logFailer); ok {
+			if err := lf.LogFailure(start); err != nil {
+				res = logFailed(res, err)
+			}
+		}
 		d.append(s, &event.Event{Type: event.CallResult, TurnID: tr.id, CallID: cr.info.ID, Tool: name, Result: res})
 		d.mu.Lock()
 		cr.ended = true
@@ -744,6 +749,24 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 		r.DurationMS = time.Since(start).Milliseconds()
 	}
 	return r, mod
+}
+
+// logFailer is the optional method of a Session whose log can fail to be
+// written (*session.Session): LogFailure returns why, if its log lost
+// writes since the time given or takes none now.
+type logFailer interface {
+	LogFailure(since time.Time) error
+}
+
+// logFailed turns r into an error result saying that the session log could
+// not be written: the call ran (or ended) while its events could not be
+// stored. What the call returned follows the error.
+func logFailed(r *event.Result, err error) *event.Result {
+	c := *r
+	c.Status, c.IsError = event.StatusFailed, true
+	msg := fmt.Sprintf("Error: the session log could not be written (%v), so this call's events may be missing from it. The call ended as %q; what it returned follows.", err, r.Status)
+	c.Content = append([]tool.Content{tool.Text(msg)}, r.Content...)
+	return &c
 }
 
 // applyPost changes a result as the PostToolUse hooks said: the output

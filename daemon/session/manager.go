@@ -10,6 +10,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -173,7 +175,104 @@ func NewManager(st *store.Store, opts *Options) *Manager {
 	if o.Home == "" {
 		o.Home, _ = os.UserHomeDir()
 	}
-	return &Manager{st: st, opts: o, w: newWriter(st, o.Logger), sessions: map[string]*Session{}}
+	m := &Manager{st: st, opts: o, w: newWriter(st, o.Logger), sessions: map[string]*Session{}}
+	m.w.onLost, m.w.onRecovered = m.lost, m.recovered
+	return m
+}
+
+// seqSpan is a range of sequence numbers.
+type seqSpan struct{ first, last uint64 }
+
+func (sp seqSpan) String() string {
+	if sp.first == sp.last {
+		return fmt.Sprint(sp.first)
+	}
+	return fmt.Sprintf("%d to %d", sp.first, sp.last)
+}
+
+// recovered stores, once the database takes writes again, a notice in
+// each session that lost events, listing them: so that a replay, too,
+// meets no gap without a notice (the notices published while the log
+// failed may have been lost themselves).
+//
+// The spans are listed again by the next recovery if this notice is not
+// stored after all (the writer lost or dropped it).
+func (m *Manager) recovered() {
+	for _, s := range m.Loaded() {
+		s.lossMu.Lock()
+		spans := s.unstored
+		s.unstored = nil
+		s.lossMu.Unlock()
+		if len(spans) == 0 {
+			continue
+		}
+		slices.SortFunc(spans, func(a, b seqSpan) int { return cmp.Compare(a.first, b.first) })
+		parts := make([]string, len(spans))
+		for i, sp := range spans {
+			parts[i] = sp.String()
+		}
+		text := fmt.Sprintf("The session log is written again. While it could not be written, the events of this session with seq %s were lost: a replay skips them.", strings.Join(parts, ", "))
+		_, w, err := s.appendWrite(&event.Event{Type: event.Notice, Text: text}, true)
+		if err == nil {
+			err = w.wait()
+		}
+		if err != nil {
+			m.opts.Logger.Error("storing the notice of lost events", "session", s.id, "error", err)
+			s.lossMu.Lock()
+			s.unstored = append(spans, s.unstored...)
+			s.lossMu.Unlock()
+		}
+	}
+}
+
+// lost turns the published events of a batch the writer could not store
+// into a notice to every client of each session they belong to (a notice
+// of a loss that was itself lost is only logged): no gap in seq reaches a
+// client without one.
+func (m *Manager) lost(ws []*write, err error) {
+	type span struct {
+		first, last uint64
+		n           int
+		notices     bool // only loss notices
+	}
+	spans := map[string]*span{}
+	var order []string
+	for _, it := range ws {
+		e := it.w.Event
+		if e == nil {
+			continue
+		}
+		sp := spans[e.SessionID]
+		if sp == nil {
+			sp = &span{first: e.Seq, notices: true}
+			spans[e.SessionID] = sp
+			order = append(order, e.SessionID)
+		}
+		sp.first, sp.last = min(sp.first, e.Seq), max(sp.last, e.Seq)
+		sp.n++
+		sp.notices = sp.notices && it.notice
+	}
+	for _, id := range order {
+		sp := spans[id]
+		m.opts.Logger.Error("session log: events lost", "session", id, "first_seq", sp.first, "last_seq", sp.last, "events", sp.n, "error", err)
+		m.mu.Lock()
+		s := m.sessions[id]
+		m.mu.Unlock()
+		if s == nil {
+			continue
+		}
+		s.lossMu.Lock()
+		s.unstored = append(s.unstored, seqSpan{sp.first, sp.last})
+		s.lossMu.Unlock()
+		if sp.notices {
+			continue
+		}
+		text := fmt.Sprintf("The session log could not be written: %d event(s) of this session (seq %d to %d) were shown but are missing from the stored log, so a replay skips them (%v). Calls running meanwhile end with an error.",
+			sp.n, sp.first, sp.last, err)
+		if _, aerr := s.append(&event.Event{Type: event.Notice, Text: text}, true); aerr != nil {
+			m.opts.Logger.Error("telling clients of lost events", "session", id, "error", aerr)
+		}
+	}
 }
 
 // resolveDir returns dir cleaned, absolute (relative to base if base is

@@ -1,9 +1,11 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -37,6 +39,11 @@ type Session struct {
 	mu    sync.RWMutex // guards the fields below; held across the database write of a change
 	row   store.SessionRow
 	files map[string]tool.FileState // by cleaned path
+
+	lossMu sync.Mutex // guards unstored
+	// unstored are the events published but lost by the writer, not yet
+	// listed by a notice stored after them (Manager.recovered).
+	unstored []seqSpan
 
 	loadedMu sync.Mutex      // guards loaded
 	loaded   map[string]bool // deferred tools loaded; nil until read from the database
@@ -139,20 +146,39 @@ func (s *Session) Info() Info {
 func (s *Session) Bus() *event.Bus { return s.bus }
 
 // Append gives e the session's id, the next sequence number and (if zero)
-// the current time, queues it for storage, and publishes it on the session's
-// bus: a durable event (see writer) only once it is committed, every other
-// at once, always in sequence order.
-// It returns the stored event (a copy of e; e is not changed). Sequence
-// numbers are gapless: a failed store leaves the number unused. Safe for
-// concurrent use. Events handed out must not be modified.
+// the current time, bounds its size (see boundEvent), queues it for
+// storage, and publishes it on the session's bus: a durable event (see
+// writer) only once it is committed, every other at once, always in
+// sequence order.
+// It returns the stored event (a copy of e; e is not changed). A durable
+// event that cannot be stored (or queued: see writer) gives an error and
+// leaves its sequence number unused; an event published before it is
+// stored that is lost, or not queued the queue being full, is told to
+// every client by a notice (Manager.lost, dropped) and to a later replay
+// by one in its place (withLosses). Safe for concurrent use. Events
+// handed out must not be modified.
 func (s *Session) Append(e *event.Event) (*event.Event, error) {
+	return s.append(e, false)
+}
+
+// append is Append; lossNotice marks the notice of lost events, which is
+// published first (it must reach the clients while the database takes no
+// writes) and whose own loss is only logged.
+func (s *Session) append(e *event.Event, lossNotice bool) (*event.Event, error) {
+	c, _, err := s.appendWrite(e, lossNotice)
+	return c, err
+}
+
+// appendWrite is append; it also returns the event's write, to wait for
+// its commit.
+func (s *Session) appendWrite(e *event.Event, lossNotice bool) (*event.Event, *write, error) {
 	if e.Type == event.TurnStarted || e.Type == event.PromptStarted {
 		s.turns.Add(1) // the settings are read again at every turn
 	}
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	if s.deleted {
-		return nil, fmt.Errorf("appending to session %s: %w (deleted)", s.id, ErrNotFound)
+		return nil, nil, fmt.Errorf("appending to session %s: %w (deleted)", s.id, ErrNotFound)
 	}
 	c := *e
 	c.SessionID = s.id
@@ -160,21 +186,67 @@ func (s *Session) Append(e *event.Event) (*event.Event, error) {
 	if c.Time.IsZero() {
 		c.Time = time.Now().UTC()
 	}
-	w := s.m.w.enqueue(store.Write{Event: &c}, durable(c.Type))
-	if durable(c.Type) {
+	s.boundEvent(&c)
+	persistFirst := durable(c.Type) && !lossNotice
+	w := s.m.w.enqueueWrite(&write{
+		w:      store.Write{Event: &c},
+		urgent: persistFirst || lossNotice || publishFirst(c.Type), published: !persistFirst, notice: lossNotice,
+	})
+	if persistFirst || w.rejected {
 		if err := w.wait(); err != nil {
-			return nil, err
+			return nil, nil, fmt.Errorf("appending %s to session %s: %w", c.Type, s.id, err)
 		}
 	}
 	s.lastSeq = c.Seq
+	if w.dropped {
+		s.dropped(c.Seq, lossNotice, w.err)
+	}
 	s.bus.Publish(&c)
-	return &c, nil
+	return &c, w, nil
+}
+
+// dropped records that the event seq was published but not stored, the
+// writer's queue being full (err). The first of a run of such events is
+// told to every client by a notice, appended after it; the notice is
+// dropped too while the queue stays full, and so joins the run. appendMu
+// is held.
+func (s *Session) dropped(seq uint64, lossNotice bool, err error) {
+	s.lossMu.Lock()
+	n := len(s.unstored)
+	first := n == 0 || s.unstored[n-1].last+1 != seq
+	if first {
+		s.unstored = append(s.unstored, seqSpan{seq, seq})
+	} else {
+		s.unstored[n-1].last = seq
+	}
+	s.lossMu.Unlock()
+	if !first || lossNotice {
+		return
+	}
+	s.log.Error("session log: events not stored, the queue being full", "session", s.id, "first_seq", seq, "error", err)
+	text := fmt.Sprintf("The session log could not be written: events of this session from seq %d on are shown but not stored until the state database takes writes again, so a replay will skip them (%v). Calls running meanwhile end with an error.", seq, err)
+	go func() {
+		if _, err := s.append(&event.Event{Type: event.Notice, Text: text}, true); err != nil {
+			s.log.Error("telling clients of lost events", "session", s.id, "error", err)
+		}
+	}()
+}
+
+// LogFailure returns why the session log lost writes if that happened at
+// or after since, or if the log takes no writes now; else nil. The
+// pipeline asks it before a call's result: a call that ran while its
+// events could not be stored ends with an error result saying so.
+func (s *Session) LogFailure(since time.Time) error {
+	return s.m.w.failure(since)
 }
 
 // Subscribe returns the stored events with seq >= fromSeq (none if
 // liveOnly) and a subscription that receives every event appended after
-// them, with no gap and no duplicate. buf is the subscription's buffer (see
-// event.Bus for what happens when it fills up). The caller must Close sub.
+// them, with no gap and no duplicate. The events still queued for the
+// database are replayed from memory, so a subscriber never waits for a
+// commit (the database may be locked by another process). buf is the
+// subscription's buffer (see event.Bus for what happens when it fills
+// up). The caller must Close sub.
 func (s *Session) Subscribe(fromSeq uint64, liveOnly bool, buf int) (replay []*event.Event, sub *event.Subscription, err error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
@@ -182,23 +254,98 @@ func (s *Session) Subscribe(fromSeq uint64, liveOnly bool, buf int) (replay []*e
 		return nil, nil, fmt.Errorf("subscribing to session %s: %w (deleted)", s.id, ErrNotFound)
 	}
 	if !liveOnly && fromSeq <= s.lastSeq {
-		if err := s.m.w.flush(); err != nil {
-			return nil, nil, err
-		}
-		replay, err = s.m.st.Events(context.Background(), s.id, fromSeq)
-		if err != nil {
+		if replay, err = s.eventsLocked(context.Background(), fromSeq); err != nil {
 			return nil, nil, err
 		}
 	}
 	return replay, s.bus.Subscribe(buf), nil
 }
 
-// Events returns the stored events with seq >= fromSeq, in order.
-func (s *Session) Events(ctx context.Context, fromSeq uint64) ([]*event.Event, error) {
-	if err := s.m.w.flush(); err != nil {
+// eventsLocked returns the stored events with seq >= fromSeq followed by
+// those still queued, without waiting for the writer. appendMu is held, so
+// no event of the session is appended meanwhile.
+func (s *Session) eventsLocked(ctx context.Context, fromSeq uint64) ([]*event.Event, error) {
+	// The queue first: a batch committed between the two reads is then
+	// in both (and taken from the queue's copy), never in neither.
+	pend := s.m.w.pending(s.id, fromSeq)
+	stored, err := s.m.st.Events(ctx, s.id, fromSeq)
+	if err != nil {
 		return nil, err
 	}
-	return s.m.st.Events(ctx, s.id, fromSeq)
+	if len(pend) > 0 {
+		cut := len(stored)
+		for cut > 0 && stored[cut-1].Seq >= pend[0].Seq {
+			cut--
+		}
+		stored = append(stored[:cut], pend...)
+	}
+	return s.withLosses(stored, fromSeq, math.MaxUint64), nil
+}
+
+// withLosses returns evs, the events of the log with seq from fromSeq to
+// upTo, with a notice in each gap the writer left that no stored notice
+// lists yet (unstored): a replay meets no gap without a notice, even
+// before the log is written again. The notice takes the seq of the last
+// event lost, so that a replay that pages on after it does not meet it
+// again.
+func (s *Session) withLosses(evs []*event.Event, fromSeq, upTo uint64) []*event.Event {
+	s.lossMu.Lock()
+	var spans []seqSpan
+	for _, sp := range s.unstored {
+		if sp.last >= fromSeq && sp.last <= upTo {
+			spans = append(spans, sp)
+		}
+	}
+	s.lossMu.Unlock()
+	if len(spans) == 0 {
+		return evs
+	}
+	slices.SortFunc(spans, func(a, b seqSpan) int { return cmp.Compare(a.last, b.last) })
+	out := make([]*event.Event, 0, len(evs)+len(spans))
+	for _, e := range evs {
+		for len(spans) > 0 && spans[0].last <= e.Seq {
+			if spans[0].last < e.Seq {
+				out = append(out, s.lossNotice(spans[0]))
+			}
+			spans = spans[1:]
+		}
+		out = append(out, e)
+	}
+	for _, sp := range spans {
+		out = append(out, s.lossNotice(sp))
+	}
+	return out
+}
+
+// lossNotice is the notice a replay shows in place of the events of sp,
+// which were shown but could not be stored.
+func (s *Session) lossNotice(sp seqSpan) *event.Event {
+	return &event.Event{
+		SessionID: s.id, Seq: sp.last, Time: time.Now().UTC(), Type: event.Notice,
+		Text: fmt.Sprintf("The events of this session with seq %s were shown but could not be written to the session log: they are lost, and this replay skips them.", sp),
+	}
+}
+
+// StoredPage returns the stored events with seq >= fromSeq, in order, up
+// to about maxBytes of them (at least one row of the log); more reports
+// that stored events were left. It takes no lock: a replay pages through
+// a long log with it, then subscribes from the seq after the last page.
+//
+// The gaps of lost events within the page get a notice (see withLosses).
+func (s *Session) StoredPage(ctx context.Context, fromSeq uint64, maxBytes int) (events []*event.Event, more bool, err error) {
+	events, more, err = s.m.st.EventsPage(ctx, s.id, fromSeq, maxBytes)
+	if err != nil || len(events) == 0 {
+		return events, more, err
+	}
+	return s.withLosses(events, fromSeq, events[len(events)-1].Seq), more, nil
+}
+
+// Events returns the events with seq >= fromSeq, in order: the stored
+// ones and those still queued.
+func (s *Session) Events(ctx context.Context, fromSeq uint64) ([]*event.Event, error) {
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	return s.eventsLocked(ctx, fromSeq)
 }
 
 // Apply runs a context modifier against the session (as tool.Mutator). A nil

@@ -273,20 +273,33 @@ const insertChunk = `INSERT INTO event_chunks (session_id, first_seq, last_seq, 
 
 // Events returns the stored events of a session with seq >= fromSeq, in order.
 func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([]*event.Event, error) {
+	out, _, err := s.EventsPage(ctx, sessionID, fromSeq, 0)
+	return out, err
+}
+
+// EventsPage returns the stored events of a session with seq >= fromSeq,
+// in order, reading rows until they hold maxBytes of JSON (0: no bound)
+// and at least one; more reports that rows were left unread. A replay
+// pages through a long log so, holding one page in memory at a time.
+func (s *Store) EventsPage(ctx context.Context, sessionID string, fromSeq uint64, maxBytes int) (out []*event.Event, more bool, err error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT json FROM event_chunks WHERE session_id = ? AND last_seq >= ? ORDER BY first_seq`, sessionID, int64(fromSeq))
 	if err != nil {
-		return nil, s.explain("reading events from", err)
+		return nil, false, s.explain("reading events from", err)
 	}
 	defer rows.Close()
-	var out []*event.Event
+	read := 0
 	for rows.Next() {
+		if maxBytes > 0 && read >= maxBytes {
+			return out, true, nil
+		}
 		var b []byte
 		if err := rows.Scan(&b); err != nil {
-			return nil, s.explain("reading events from", err)
+			return nil, false, s.explain("reading events from", err)
 		}
+		read += len(b)
 		var chunk []*event.Event
 		if err := json.Unmarshal(b, &chunk); err != nil {
-			return nil, fmt.Errorf("decoding events of session %s: %w", sessionID, err)
+			return nil, false, fmt.Errorf("decoding events of session %s: %w", sessionID, err)
 		}
 		for _, e := range chunk {
 			if e.Seq >= fromSeq {
@@ -295,9 +308,9 @@ func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.explain("reading events from", err)
+		return nil, false, s.explain("reading events from", err)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 // LastSeq returns the highest stored sequence number of a session (0 if none).

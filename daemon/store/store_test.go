@@ -329,3 +329,44 @@ func TestMigrationToEventChunksKeepsEvents(t *testing.T) {
 		t.Errorf("LastSeq after a refused batch = %d, want 4", last)
 	}
 }
+
+// TestEventsPage: a page holds the rows up to the byte bound (at least
+// one), says whether more are left, and the pages together are the log.
+func TestEventsPage(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	now := time.Now().UTC()
+	if err := s.InsertSession(ctx, SessionRow{ID: "s_1", Cwd: "/tmp", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Repeat("x", 1000)
+	for i := uint64(1); i <= 10; i++ {
+		if err := s.AppendEvent(ctx, &event.Event{SessionID: "s_1", Seq: i, Type: event.Notice, Text: text, Time: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []uint64
+	pages := 0
+	for from := uint64(2); ; pages++ {
+		page, more, err := s.EventsPage(ctx, "s_1", from, 2500)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 || len(page) > 3 {
+			t.Fatalf("page from %d holds %d events, want 1 to 3 of 1 KB under a 2.5 KB bound", from, len(page))
+		}
+		for _, e := range page {
+			seqs = append(seqs, e.Seq)
+		}
+		from = page[len(page)-1].Seq + 1
+		if !more {
+			break
+		}
+	}
+	if len(seqs) != 9 || seqs[0] != 2 || seqs[8] != 10 || pages < 2 {
+		t.Fatalf("paged seqs %v in %d pages, want 2 to 10 in several", seqs, pages+1)
+	}
+	if page, more, err := s.EventsPage(ctx, "s_1", 11, 2500); err != nil || len(page) != 0 || more {
+		t.Fatalf("page past the end: %d events, more %v, %v", len(page), more, err)
+	}
+}
