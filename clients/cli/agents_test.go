@@ -255,7 +255,7 @@ func TestSubagentForeground(t *testing.T) {
 		}
 	}
 	aout.waitFor(t, `"Find the word" completed · 1 tool`)
-	aout.waitFor(t, "prompt_ended")
+	aout.waitFor(t, "prompt ended: end_turn")
 	cancel()
 	if code := <-attached; code != 0 {
 		t.Errorf("attach exit code %d: %s", code, aerr.String())
@@ -343,7 +343,7 @@ func TestSubagentForeground(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	cdone := startTackle(ctx2, environ, strings.NewReader(""), cout, cerr, "attach", "--session", child, "--from", "1", "--observer")
-	cout.waitFor(t, "prompt_ended")
+	cout.waitFor(t, "prompt ended")
 	cancel2()
 	if code := <-cdone; code != 0 {
 		t.Errorf("attach --session CHILD exit code %d: %s", code, cerr.String())
@@ -352,10 +352,9 @@ func TestSubagentForeground(t *testing.T) {
 	for _, re := range []string{
 		`^session ` + child + `  cwd ` + regexp.QuoteMeta(dir) + `  `,
 		`^  agent    general-purpose "Find the word" of session ` + sid + ` \(call toolu_\w+\)$`,
-		`^#\d+ \S+ prompt_started`,
-		`^#\d+ \S+ turn_started \S+: Read$`,
-		`^#\d+ \S+ call_result Read\(\S+\) completed`,
-		`^#\d+ \S+ prompt_ended`,
+		`^» \S`,
+		`^✓ Read ` + regexp.QuoteMeta(file) + ` · completed · \d+\.\ds · `,
+		`^  prompt ended: end_turn$`,
 	} {
 		if indexOf(cl, regexp.MustCompile(re)) < 0 {
 			t.Errorf("attach --session CHILD lacks %s:\n%s", re, cl)
@@ -398,7 +397,7 @@ func TestSubagentPermissionFromAttachTerminal(t *testing.T) {
 	tc.out.waitFor(t, "Agent general-purpose (Write the file) wants to use Write: ")
 	tc.out.waitFor(t, "Answer [y/")
 	errb.waitFor(t, "tackle: Write of agent general-purpose (Write the file) waits for permission (answer with tackle permissions answer ")
-	if got := tc.out.String(); !regexp.MustCompile(`permission_requested Write\(\S+\) of agent general-purpose "Write the file" \(s_[0-9a-f]+\) waits for approval \(request `).MatchString(got) ||
+	if got := tc.out.String(); !regexp.MustCompile(`\? Write of agent general-purpose "Write the file" \(s_[0-9a-f]+\) waits for approval \(request `).MatchString(got) ||
 		!regexp.MustCompile(`agent: s_[0-9a-f]+ \(tackle attach --session s_[0-9a-f]+ shows its transcript\)`).MatchString(got) {
 		t.Errorf("attach's terminal:\n%s", got)
 	}

@@ -18,6 +18,7 @@ func (a *app) attachCommand() *cobra.Command {
 		from     uint64
 		asJSON   bool
 		observer bool
+		verbose  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "attach",
@@ -27,6 +28,12 @@ interrupted (Ctrl-C ends it with status 0). Without --from only new events are
 shown; --from SEQ first replays every stored event with seq >= SEQ. With
 --json each line is one JSON object with "seq" and "type"; the first line is
 the snapshot (type "snapshot").
+
+For people each call is one line: its tool and main argument, then its
+status, duration and a short result (the first line of its output, +ADDED
+−DELETED for an edit, "denied by rule R"); on a terminal the line follows
+the call's state and output in place. -v prints every event on a line of
+its own instead.
 
 attach answers permission requests of the session: in a terminal it asks
 (y once, a always — then where to save the rule —, n deny, f deny with
@@ -75,6 +82,10 @@ announced it (attach on a sub-agent's session sends it there too).`,
 					a.addAgentPending(ctx, c, snap, sid, root)
 				}
 				tree := newAgentTree()
+				var view *attachView // nil: every event as it is (-v, --json)
+				if !asJSON && !verbose {
+					view = newAttachView(a, tree)
+				}
 				var children []*tacklev1.Subagent
 				if !asJSON {
 					children = runningChildren(ctx, c, sid)
@@ -154,7 +165,12 @@ announced it (attach on a sub-agent's session sends it there too).`,
 					}
 					switch m := it.m.GetMsg().(type) {
 					case *tacklev1.ServerMessage_Event:
-						if err := a.printEvent(m.Event, asJSON, tree); err != nil {
+						if view != nil {
+							err = view.event(m.Event)
+						} else {
+							err = a.printEvent(m.Event, asJSON, tree)
+						}
+						if err != nil {
 							return err
 						}
 						switch m.Event.GetType() {
@@ -196,6 +212,7 @@ announced it (attach on a sub-agent's session sends it there too).`,
 	cmd.Flags().Uint64Var(&from, "from", 0, "replay stored events from this sequence number first")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print one JSON object a line; read answers as JSON lines on stdin")
 	cmd.Flags().BoolVar(&observer, "observer", false, "only watch: answer no permission request")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print every event (call states, progress, results) on a line of its own")
 	return cmd
 }
 
@@ -334,21 +351,7 @@ func (a *app) printEvent(e *tacklev1.Event, asJSON bool, tree *agentTree) error 
 			fmt.Fprintf(w, "    allow always would save %s\n", r)
 		}
 	case "permission_resolved":
-		r := e.GetResolution()
-		by := ""
-		if r.GetClientId() != "" {
-			by = " by " + r.GetClientId()
-			if n := r.GetClientName(); n != "" {
-				by = " by " + n + " (" + r.GetClientId() + ")"
-			}
-		}
-		if sc := r.GetScope(); sc != "" {
-			by += " for " + sc
-		}
-		if f := r.GetFeedback(); f != "" {
-			by += ": " + f
-		}
-		fmt.Fprintf(w, "%s request %s: %s%s\n", head, r.GetRequestId(), r.GetDecision(), by)
+		fmt.Fprintf(w, "%s %s\n", head, resolutionText(e.GetResolution()))
 	case "hook_ran":
 		h := e.GetHookRun()
 		what := h.GetHookEvent()
@@ -383,4 +386,23 @@ func (a *app) printEvent(e *tacklev1.Event, asJSON bool, tree *agentTree) error 
 		fmt.Fprintf(w, "%s %s\n", head, e.GetTurnId())
 	}
 	return nil
+}
+
+// resolutionText is "request R: DECISION by CLIENT (ID) for SCOPE:
+// FEEDBACK", the parts there are.
+func resolutionText(r *tacklev1.PermissionResolved) string {
+	by := ""
+	if r.GetClientId() != "" {
+		by = " by " + r.GetClientId()
+		if n := r.GetClientName(); n != "" {
+			by = " by " + n + " (" + r.GetClientId() + ")"
+		}
+	}
+	if sc := r.GetScope(); sc != "" {
+		by += " for " + sc
+	}
+	if f := r.GetFeedback(); f != "" {
+		by += ": " + f
+	}
+	return fmt.Sprintf("request %s: %s%s", r.GetRequestId(), r.GetDecision(), by)
 }

@@ -333,7 +333,7 @@ func TestAttachJSON(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	out = newLineBuffer()
 	go func() {
-		done <- Main(ctx, []string{"attach", "--session", id, "--from", "1"}, strings.NewReader(""), out, errb, env(d))
+		done <- Main(ctx, []string{"attach", "--session", id, "--from", "1", "-v"}, strings.NewReader(""), out, errb, env(d))
 	}()
 	out.waitFor(t, "turn_ended")
 	cancel()

@@ -33,6 +33,7 @@ func TestCallLiveTerminal(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exit status 1") {
 		t.Errorf("tackle call after Ctrl-C: %v, want exit status 1\n%s", err, tc.out.String())
 	}
+	tc.out.waitFor(t, "Bash cancelled") // the terminal may still hold output
 	out := tc.out.String()
 	if n := strings.Count(out, "[Request interrupted by user for tool use]"); n != 1 {
 		t.Errorf("the cancelled result is shown %d times:\n%s", n, out)
