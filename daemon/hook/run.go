@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tackle-agent/tackle/daemon/proc"
 )
 
 // DefaultTimeout is a handler's timeout when it sets none.
@@ -156,7 +158,9 @@ func runCommand(ctx context.Context, h *Handler, input []byte, dir string, envir
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	// A grandchild that left the group may hold the pipes open: stop reading then.
 	cmd.WaitDelay = 2 * time.Second
-	err := cmd.Run()
+	// Pdeathsig and the record for the next daemon; orphans it leaves
+	// (`sleep 30 &`) are reaped by proc's reaper.
+	err := proc.Run(cmd, "hook")
 	r := runResult{exitCode: -1, stderr: strings.TrimSpace(stderr.buf.String())}
 	var ee *exec.ExitError
 	switch {

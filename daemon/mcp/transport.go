@@ -21,6 +21,7 @@ import (
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/proc"
 )
 
 // process is one run of a stdio server, in its own process group.
@@ -74,7 +75,9 @@ func startProcess(srv *config.MCPServer, logFile io.Writer) (*process, error) {
 		}
 		cmd.Stderr = errW
 	}
-	err = cmd.Start()
+	// Pdeathsig (the server dies with the daemon), recorded for the next
+	// daemon: see package proc.
+	h, err := proc.Start(cmd, "mcp", nil)
 	inR.Close()
 	outW.Close()
 	if errW != nil {
@@ -101,6 +104,7 @@ func startProcess(srv *config.MCPServer, logFile io.Writer) (*process, error) {
 		}
 		// The leader is gone; whatever it spawned goes with it.
 		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+		h.Release()
 		close(p.exited)
 	}()
 	return p, nil

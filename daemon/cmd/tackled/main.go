@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tackle-agent/tackle/daemon"
+	"github.com/tackle-agent/tackle/daemon/proc"
 	"github.com/tackle-agent/tackle/daemon/socket"
 	"github.com/tackle-agent/tackle/daemon/store"
 )
@@ -39,6 +40,11 @@ import (
 var Version = "0.1.0-dev"
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == proc.KeeperArg {
+		// The daemon's keeper: it kills the tool processes left when
+		// the daemon dies (see proc.StartKeeper).
+		os.Exit(proc.RunKeeper(os.Args[2:]))
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
@@ -183,6 +189,26 @@ func run(args []string, stderr io.Writer) int {
 	if err != nil {
 		log.Warn("cannot record the daemon as running", "error", err)
 	}
+	// The tool processes a killed daemon left running die now (its
+	// "cancelled" results are then true); this daemon's are recorded in
+	// their place, and the keeper kills them if this daemon is killed. A
+	// clean stop removes the record once they are gone.
+	killed, recErr := proc.Recover(filepath.Join(*stateDir, proc.RecordFile))
+	for _, k := range killed {
+		log.Warn("killed a process the previous daemon left running", "process", k.String())
+	}
+	if recErr != nil {
+		log.Warn("cannot keep the record of running tool processes: those left by a killed daemon may keep running", "error", recErr)
+	}
+	if err := proc.Init(); err != nil {
+		log.Warn("the orphans of tool commands will not be reaped", "error", err)
+	}
+	if recErr == nil {
+		if err := proc.StartKeeper(); err != nil {
+			log.Warn("processes that leave a tool command's process group will outlive a killed daemon", "error", err)
+		}
+	}
+	defer proc.StopRecording()
 
 	d, err := daemon.New(&daemon.Options{
 		Socket:            sock,

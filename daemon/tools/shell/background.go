@@ -41,7 +41,7 @@ type bgShell struct {
 	path      string
 	started   time.Time
 	lifetime  time.Duration
-	proc      *proc
+	proc      *process
 	timer     *time.Timer
 	ended     chan struct{} // closed once the shell and its group are gone and the state is final
 
@@ -85,7 +85,7 @@ func (s *Shells) runBackground(call *tool.Call, in bashInput, sandboxed bool) (*
 		return nil, err
 	}
 	wr, err := s.command(env, in.Command, dir, shellEnv(env, dir), sandboxed)
-	var p *proc
+	var p *process
 	if err == nil {
 		p, err = startProc(wr, dir, f)
 	}

@@ -5,16 +5,18 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tackle-agent/tackle/daemon/proc"
 )
 
-// proc is one running shell: bash, the leader of its own process group.
-type proc struct {
+// process is one running shell: bash, the leader of its own process group.
+type process struct {
 	cmd    *exec.Cmd
+	h      *proc.Handle // released once bash is waited for and its group is gone
 	pgid   int
 	settle time.Duration // Wrapped.Settle
 	done   chan struct{} // closed by wait once bash has been waited for
@@ -22,31 +24,24 @@ type proc struct {
 	state *os.ProcessState
 }
 
-var (
-	subreaperOnce sync.Once
-	subreaperErr  error
-)
-
 // becomeSubreaper makes this process the reaper of its orphaned
-// descendants, so the processes a shell leaves behind can be reaped by
-// process group (see reapGroup). It is done once per process.
-func becomeSubreaper() error {
-	subreaperOnce.Do(func() {
-		subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-	})
-	return subreaperErr
-}
+// descendants (proc.Subreaper), so the processes a shell leaves behind can
+// be reaped by process group (see reapGroup); in the daemon proc's reaper
+// also reaps those that leave the group (setsid).
+func becomeSubreaper() error { return proc.Subreaper() }
 
 // startProc starts argv (a shell -c script, or the sandbox running one)
 // in dir with env, stdin /dev/null and stdout and stderr to out, in a new
 // process group. The caller must call wait (usually in a goroutine).
-func startProc(wr *Wrapped, dir string, out *os.File) (*proc, error) {
+func startProc(wr *Wrapped, dir string, out *os.File) (*process, error) {
 	cmd := exec.Command(wr.Argv[0], wr.Argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = wr.Env
 	cmd.Stdin = nil // the null device
 	cmd.Stdout = out
 	cmd.Stderr = out
+	// Its own group, Pdeathsig, forked from a thread that never exits,
+	// recorded for the next daemon: see package proc.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.ExtraFiles = wr.ExtraFiles
 	defer func() {
@@ -54,26 +49,39 @@ func startProc(wr *Wrapped, dir string, out *os.File) (*proc, error) {
 			f.Close()
 		}
 	}()
-	start := cmd.Start
-	if wr.Enter != nil {
-		start = func() error { return wr.Enter(cmd.Start) }
-	}
-	if err := start(); err != nil {
+	h, err := proc.Start(cmd, "bash", wr.Enter)
+	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", wr.Argv[0], err)
 	}
-	return &proc{cmd: cmd, pgid: cmd.Process.Pid, settle: wr.Settle, done: make(chan struct{})}, nil
+	return &process{cmd: cmd, h: h, pgid: cmd.Process.Pid, settle: wr.Settle, done: make(chan struct{})}, nil
 }
 
 // wait waits for bash to exit and closes done.
-func (p *proc) wait() {
+func (p *process) wait() {
 	p.cmd.Wait() //nolint:errcheck // the exit state is what matters, in ProcessState
 	p.state = p.cmd.ProcessState
 	close(p.done)
 }
 
+// release gives the process back to package proc (its group leaves the
+// record, its pid is the reaper's again) once bash has been waited for:
+// at once if it has, else when it is (terminate gave up on it), so that
+// the reaper never takes bash's exit status from wait.
+func (p *process) release() {
+	select {
+	case <-p.done:
+		p.h.Release()
+	default:
+		go func() {
+			<-p.done
+			p.h.Release()
+		}()
+	}
+}
+
 // exitCode is bash's exit status, 128+N for a signal N (as shells report
 // it), -1 if unknown. Valid after done.
-func (p *proc) exitCode() int {
+func (p *process) exitCode() int {
 	if p.state == nil {
 		return -1
 	}
@@ -92,7 +100,8 @@ const hardLimit = 5 * time.Second
 // and reaps it. It returns once bash has been waited for and the group is
 // gone, or after hardLimit more. It is safe to call concurrently and after
 // bash exited.
-func (p *proc) terminate(grace time.Duration) {
+func (p *process) terminate(grace time.Duration) {
+	defer p.release()
 	signalGroup(p.pgid, unix.SIGTERM)
 	signalGroup(p.pgid, unix.SIGCONT)
 	deadline := time.Now().Add(grace)
@@ -119,7 +128,8 @@ func (p *proc) terminate(grace time.Duration) {
 // cleanup is for a shell whose bash has exited on its own (done is
 // closed): it reaps what exited of its group and kills what is still
 // running (as terminate). It reports whether anything was left running.
-func (p *proc) cleanup(grace time.Duration) (leftovers bool) {
+func (p *process) cleanup(grace time.Duration) (leftovers bool) {
+	defer p.release()
 	if reapGroup(p.pgid) || p.settle > 0 && waitGroup(p.pgid, time.Now().Add(p.settle)) {
 		return false
 	}
