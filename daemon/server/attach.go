@@ -21,6 +21,15 @@ import (
 // falls this far behind is cut off and told to resubscribe.
 const subscriptionBuffer = 1024
 
+// maxEventMessage is the size over which an event is bounded before it is
+// sent (session.Session.Bounded), well below a client's 4 MB message limit.
+const maxEventMessage = 1 << 20
+
+// replayPage is about how much of the stored log a replay reads at once
+// (session.Session.StoredPage): a long replay holds one page in memory, not
+// the whole log, and no lock while it reads.
+const replayPage = 4 << 20
+
 // attachment is the state of one Attach stream. Only the stream's handler
 // goroutine touches it, so it needs no lock.
 type attachment struct {
@@ -202,6 +211,11 @@ func (a *attachment) sendEvent(e *event.Event) error {
 		return nil // already sent in the replay
 	}
 	a.lastSent = e.Seq
+	if a.sess != nil && session.EventSize(e) > maxEventMessage {
+		// Stored before events were bounded: a client takes messages of
+		// at most 4 MB, so the large fields go to files.
+		e = a.sess.Bounded(e)
+	}
 	err := a.stream.Send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: eventToProto(e)}})
 	if err != nil {
 		return &sendError{err: err}
@@ -211,6 +225,12 @@ func (a *attachment) sendEvent(e *event.Event) error {
 
 // subscribe attaches the stream to a session, replacing any earlier
 // subscription: snapshot, replay, then live events.
+//
+// A replay longer than a page is read a page at a time: the snapshot is
+// sent first, then the pages, then the subscription starts after the last
+// page and replays the rest (what was stored or queued meanwhile). A
+// shorter one is read as the first page, the subscription starting after
+// it, and sent after the snapshot.
 func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 	ctx := a.stream.Context()
 	sess, err := a.srv.session(ctx, req.GetSessionId())
@@ -218,15 +238,86 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		return err
 	}
 	a.unsubscribe()
-	replay, sub, err := sess.Subscribe(req.GetFromSeq(), req.GetLiveOnly(), subscriptionBuffer)
+	from := max(req.GetFromSeq(), 1)
+	a.sess, a.lastSent = sess, from-1
+	var page []*event.Event
+	if !req.GetLiveOnly() {
+		var more bool
+		if page, more, err = sess.StoredPage(ctx, from, replayPage); err != nil {
+			a.sess = nil
+			return fmt.Errorf("replaying session %s: %w", sess.ID(), err)
+		}
+		if more {
+			return a.subscribePaged(sess, page)
+		}
+		if len(page) > 0 {
+			from = page[len(page)-1].Seq + 1
+		}
+	}
+	replay, sub, err := sess.Subscribe(from, req.GetLiveOnly(), subscriptionBuffer)
 	if err != nil {
+		a.sess = nil
 		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)
 	}
-	a.sess, a.sub = sess, sub
-	a.lastSent = 0
-	if req.GetFromSeq() > 0 {
-		a.lastSent = req.GetFromSeq() - 1
+	a.sub = sub
+	if err := a.send(a.snapshot(sess)); err != nil {
+		return err
 	}
+	for _, l := range [][]*event.Event{page, replay} {
+		for _, e := range l {
+			if err := a.sendEvent(e); err != nil {
+				return err
+			}
+		}
+	}
+	a.log.Debug("subscribed", "session", sess.ID(), "from", req.GetFromSeq(), "replayed", len(page)+len(replay))
+	return nil
+}
+
+// subscribePaged is subscribe for a replay longer than a page, page the
+// first: the snapshot, the pages, then the subscription after them.
+func (a *attachment) subscribePaged(sess *session.Session, page []*event.Event) error {
+	ctx := a.stream.Context()
+	if err := a.send(a.snapshot(sess)); err != nil {
+		return err
+	}
+	n := 0
+	for {
+		for _, e := range page {
+			if err := a.sendEvent(e); err != nil {
+				return err
+			}
+		}
+		n += len(page)
+		var more bool
+		var err error
+		if page, more, err = sess.StoredPage(ctx, a.lastSent+1, replayPage); err != nil {
+			a.sess = nil
+			return fmt.Errorf("replaying session %s: %w", sess.ID(), err)
+		}
+		if !more {
+			break
+		}
+	}
+	// The last page, read again under the subscription's lock with what
+	// is queued.
+	replay, sub, err := sess.Subscribe(a.lastSent+1, false, subscriptionBuffer)
+	if err != nil {
+		a.sess = nil
+		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)
+	}
+	a.sub = sub
+	for _, e := range replay {
+		if err := a.sendEvent(e); err != nil {
+			return err
+		}
+	}
+	a.log.Debug("subscribed", "session", sess.ID(), "replayed", n+len(replay), "paged", true)
+	return nil
+}
+
+// snapshot is the Snapshot of sess sent when a stream subscribes to it.
+func (a *attachment) snapshot(sess *session.Session) *tacklev1.ServerMessage {
 	snap := &tacklev1.Snapshot{
 		Session:            a.srv.sessionProto(sess.Info()),
 		PendingPermissions: pendingToProto(a.srv.pending(a.stream.Context(), sess.ID())),
@@ -246,16 +337,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 			snap.QueuedPrompts = append(snap.QueuedPrompts, promptToProto(q))
 		}
 	}
-	if err := a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Snapshot{Snapshot: snap}}); err != nil {
-		return err
-	}
-	for _, e := range replay {
-		if err := a.sendEvent(e); err != nil {
-			return err
-		}
-	}
-	a.log.Debug("subscribed", "session", sess.ID(), "from", req.GetFromSeq(), "replayed", len(replay))
-	return nil
+	return &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Snapshot{Snapshot: snap}}
 }
 
 func (a *attachment) unsubscribe() {
