@@ -113,6 +113,7 @@ const (
 	stopAndWait  = " STOP what you are doing and wait for the user to tell you how to proceed."
 	userSaid     = " To tell you how to proceed, the user said:\n"
 	todoReminder = "Todos have been modified successfully. Ensure that you continue to use the todo list to track your progress. Please proceed with the current tasks if applicable"
+	interrupted  = "[Request interrupted by user for tool use]"
 )
 
 // modelTagRe matches the tags a result carries for the model only.
@@ -124,7 +125,8 @@ var systemReminderRe = regexp.MustCompile(`(?s)\s*<system-reminder>.*?</system-r
 // forPeople rewrites a result's text meant for the model for a person's
 // terminal: no <tool_use_error> tags or system reminders, "denied by the
 // user" for the rejection the model is told to stop at, no todo-list
-// reminder. --json output keeps the text as the model got it.
+// reminder, nothing for the interruption note of a cancelled call (its
+// status says it). --json output keeps the text as the model got it.
 func forPeople(text string) string {
 	if strings.HasPrefix(text, userRejected) {
 		rest := strings.TrimPrefix(text, userRejected)
@@ -135,6 +137,9 @@ func forPeople(text string) string {
 			return "denied by the user" + strings.TrimPrefix(rest, stopAndWait)
 		}
 		return "denied by the user" + rest
+	}
+	if strings.TrimSpace(text) == interrupted {
+		return "" // the status says "cancelled"
 	}
 	if strings.HasPrefix(text, todoReminder) {
 		return "todos updated" + strings.TrimPrefix(text, todoReminder)
