@@ -13,11 +13,11 @@ import (
 
 func TestForPeople(t *testing.T) {
 	for in, want := range map[string]string{
-		"<tool_use_error>InputValidationError: x</tool_use_error>":                      "InputValidationError: x",
-		userRejected + stopAndWait:                                                       "denied by the user",
-		userRejected + userSaid + "use the other file":                                 "denied by the user: use the other file",
-		todoReminder:                                                                     "todos updated",
-		interrupted:                                                                      "",
+		"<tool_use_error>InputValidationError: x</tool_use_error>": "InputValidationError: x",
+		userRejected + stopAndWait:                                 "denied by the user",
+		userRejected + userSaid + "use the other file":             "denied by the user: use the other file",
+		todoReminder: "todos updated",
+		interrupted:  "",
 		"file text\n<system-reminder>\nYou are being watched.\n</system-reminder>\nmore": "file text\nmore",
 		"plain output\n": "plain output\n",
 	} {
