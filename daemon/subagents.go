@@ -79,12 +79,13 @@ func newSubagents(d *Daemon) *subagents {
 }
 
 // types are the agent types sess may start: its project's, its user's,
-// the managed ones and the built-ins.
+// the managed ones, its plugins' and the built-ins.
 func (l *subagents) types(sess *session.Session) *agentdef.Set {
 	root := sess.Root()
 	src := agentdef.Sources{
 		Root: root, Cwd: sess.Cwd(), ConfigHome: l.d.opts.ConfigHome, Home: l.d.opts.Home,
 		ManagedDir: managedAgentsDir, Trusted: l.d.trust.Trusted(root),
+		Plugins: l.d.plugins(sess),
 	}
 	if dirs := sess.WorkingDirs(); len(dirs) > 1 {
 		src.AdditionalDirs = dirs[1:]
