@@ -5,8 +5,8 @@ import (
 	"strconv"
 )
 
-// maxColumns is the line length (in bytes) over which a line is replaced by
-// a marker, as rg --max-columns 500 does.
+// maxColumns is the line length (in bytes, with its line end) over which
+// a line is replaced by a marker, as rg --max-columns 500 does.
 const maxColumns = 500
 
 // printer renders the content-mode output of one file, ripgrep style:
@@ -17,6 +17,7 @@ type printer struct {
 	path         string    // computed from file on first use
 	file         *walkFile // the file being printed
 	text         []byte
+	finalNL      bool // text's last line ended with "\n" (cut off)
 	m            *matcher
 	lineNumbers  bool
 	before       int
@@ -30,9 +31,19 @@ type printer struct {
 	afterLeft           int
 }
 
-func (p *printer) reset(dst []byte, file *walkFile, text []byte) {
-	*p = printer{dst: dst, file: file, text: text, m: p.m, lineNumbers: p.lineNumbers,
+func (p *printer) reset(dst []byte, file *walkFile, text []byte, finalNL bool) {
+	*p = printer{dst: dst, file: file, text: text, finalNL: finalNL, m: p.m, lineNumbers: p.lineNumbers,
 		before: p.before, after: p.after, onlyMatching: p.onlyMatching, countLine: 1}
+}
+
+// tooLong reports whether the line [ls, le) is over maxColumns with its
+// line end, as ripgrep counts.
+func (p *printer) tooLong(ls, le int) bool {
+	n := le - ls
+	if le < len(p.text) || p.finalNL {
+		n++
+	}
+	return n > maxColumns
 }
 
 // lineNo returns the line number of the line starting at ls (non-decreasing calls).
@@ -66,7 +77,7 @@ func (p *printer) prefix(sep byte, n int) {
 
 func (p *printer) contextLine(ls, le, n int) {
 	p.prefix('-', n)
-	if le-ls > maxColumns {
+	if p.tooLong(ls, le) {
 		p.dst = append(p.dst, "[Omitted long context line]"...)
 	} else {
 		p.dst = append(p.dst, p.text[ls:le]...)
@@ -76,7 +87,7 @@ func (p *printer) contextLine(ls, le, n int) {
 
 func (p *printer) matchLine(ls, le, n int) {
 	p.prefix(':', n)
-	if le-ls > maxColumns {
+	if p.tooLong(ls, le) {
 		k := len(p.m.re.FindAllIndex(p.text[ls:le], -1))
 		if k == 0 {
 			k = 1
@@ -150,12 +161,10 @@ func (p *printer) match(ls, le int) {
 	p.printedEnd, p.printedLine, p.printedAny, p.afterLeft = ls, n, true, p.after
 }
 
-// onlyMatches prints each match in one line as "path:N:match".
+// onlyMatches prints each match in one line as "path:N:match"; an empty
+// match (of ^$ on an empty line) too, as ripgrep does.
 func (p *printer) onlyMatches(ls, le, n int) {
 	for _, loc := range p.m.re.FindAllIndex(p.text[ls:le], -1) {
-		if loc[0] == loc[1] {
-			continue
-		}
 		p.prefix(':', n)
 		p.dst = append(p.dst, p.text[ls+loc[0]:ls+loc[1]]...)
 		p.dst = append(p.dst, '\n')

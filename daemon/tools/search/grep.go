@@ -370,7 +370,8 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 		return
 	}
 	text := buf
-	if text[len(text)-1] == '\n' {
+	finalNL := text[len(text)-1] == '\n'
+	if finalNL {
 		text = text[:len(text)-1]
 	}
 	hit := grepHit{}
@@ -386,7 +387,7 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 			return
 		}
 	case modeContent:
-		w.pr.reset(nil, f, text)
+		w.pr.reset(nil, f, text, finalNL)
 		p.content(&w.pr)
 		if len(w.pr.dst) == 0 {
 			return
@@ -486,14 +487,25 @@ func mtime(fd int, st *unix.Stat_t) int64 {
 	return own.Mtim.Nano()
 }
 
-// count returns the number of matching lines (matches with -o or multiline).
+// count returns the number of matching lines (matches with -o, or in
+// multiline mode with a pattern that can match a newline, as ripgrep).
 func (p *grepPlan) count(text []byte) int {
 	m := p.m
 	if m.multiline {
 		if m.lit != nil && m.index(text) < 0 {
 			return 0
 		}
-		return len(m.re.FindAllIndex(text, -1))
+		locs := m.re.FindAllIndex(text, -1)
+		if m.spansLines || p.in.OnlyMatching {
+			return len(locs)
+		}
+		n, lastLine := 0, -1
+		for _, loc := range locs {
+			if ls, _ := lineBounds(text, loc[0]); ls != lastLine {
+				n, lastLine = n+1, ls
+			}
+		}
+		return n
 	}
 	n := 0
 	for pos := 0; ; {
@@ -569,7 +581,7 @@ func (p *grepPlan) format(hits []grepHit, unreadable, skipped int) *tool.Result 
 			total += h.count
 		}
 		what := "matching line"
-		if p.in.OnlyMatching || p.in.Multiline {
+		if p.in.OnlyMatching || p.m.spansLines {
 			what = "match"
 		}
 		summary = fmt.Sprintf("Found %s in %s", plural(total, what), plural(len(hits), "file"))

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -22,12 +24,17 @@ type matcher struct {
 	// also are other case-sensitive literals every match contains: a
 	// candidate line must hold them all before the regex runs.
 	also [][]byte
-	// class, when there is no literal, is a set of bytes of which every
-	// match contains one (the smallest such set found), or nil.
-	class *[256]bool
+	// seq is a run of byte classes every match contains (prefilter.go),
+	// or nil. Without lit it finds the lines the regexp runs on (lit is
+	// dropped when too common, see denseLitBits); with lit it is checked
+	// on the lines holding lit, being more selective.
+	seq *classSeq
 	// litOnly means the pattern is exactly lit: a line containing lit matches.
 	litOnly   bool
 	multiline bool
+	// spansLines, in multiline mode, says a match may hold a newline;
+	// when none can, ripgrep counts matching lines, not matches.
+	spansLines bool
 }
 
 // PatternError is an invalid Grep pattern.
@@ -49,6 +56,67 @@ func (e *PatternError) Error() string {
 // newline is removed from classes such as \s, as ripgrep does, and a
 // literal \n is an error); with multiline, . also matches a newline.
 func compileMatcher(pattern string, caseInsensitive, multiline bool) (*matcher, error) {
+	tree, err := parsePattern(pattern, caseInsensitive, multiline)
+	if err != nil {
+		return nil, err
+	}
+	// Go's regexp compiles the pattern itself with the same flags, not
+	// tree.String(): printing a tree with big case-folded classes takes
+	// seconds ((?i)[^a]{300}), and what stripNewline removes makes no
+	// difference to the regexp, which line search never gives a newline.
+	flags := "(?m)"
+	if caseInsensitive {
+		flags = "(?im)"
+	}
+	if multiline {
+		flags = flags[:len(flags)-1] + "s)"
+	}
+	re, err := regexp.Compile(flags + pattern)
+	if err != nil {
+		return nil, patternError(pattern, err)
+	}
+	m := &matcher{re: re, multiline: multiline, spansLines: multiline && matchesNewline(tree)}
+	if !multiline {
+		for _, l := range requiredLiterals(tree, nil) {
+			m.also = append(m.also, []byte(string(l)))
+		}
+	}
+	if lit, fold, ok := requiredLiteral(tree); ok && len(lit) > 0 {
+		s := string(lit)
+		if !fold {
+			m.lit = []byte(s)
+			m.rare = rareIndex(m.lit)
+			for i, l := range m.also {
+				if string(l) == s {
+					m.also = append(m.also[:i:i], m.also[i+1:]...)
+					break
+				}
+			}
+			m.litOnly = tree.Op == syntax.OpLiteral && !multiline
+		} else if run := asciiFoldRun(lit); len(run) > 0 {
+			m.lit, m.fold = []byte(strings.ToLower(string(run))), true
+		}
+	}
+	if !multiline {
+		litBits := literalBits(m.lit, m.fold)
+		m.seq = requiredSeq(tree, litBits)
+		if m.seq != nil && m.lit != nil && !m.litOnly && litBits < denseLitBits {
+			// The literal is so common that finding it costs more than
+			// scanning for the run, which then finds the lines; the
+			// literal is checked on them.
+			if !m.fold {
+				m.also = append(m.also, m.lit)
+			}
+			m.lit, m.fold = nil, false
+		}
+	}
+	return m, nil
+}
+
+// parsePattern parses pattern as compileMatcher does and returns its
+// simplified syntax tree, with the newline taken out of classes without
+// multiline.
+func parsePattern(pattern string, caseInsensitive, multiline bool) (*syntax.Regexp, error) {
 	flags := syntax.Perl &^ syntax.OneLine
 	if caseInsensitive {
 		flags |= syntax.FoldCase
@@ -65,38 +133,16 @@ func compileMatcher(pattern string, caseInsensitive, multiline bool) (*matcher, 
 			return nil, &PatternError{Pattern: pattern, Msg: err.Error()}
 		}
 	}
-	tree = tree.Simplify()
-	re, err := regexp.Compile(tree.String())
-	if err != nil {
-		return nil, patternError(pattern, err)
-	}
-	m := &matcher{re: re, multiline: multiline}
-	if !multiline {
-		for _, l := range requiredLiterals(tree, nil) {
-			m.also = append(m.also, []byte(string(l)))
-		}
-	}
-	if !multiline {
-		m.class = requiredClass(tree)
-	}
-	if lit, fold, ok := requiredLiteral(tree); ok && len(lit) > 0 {
-		s := string(lit)
-		if !fold {
-			m.lit = []byte(s)
-			m.rare = rareIndex(m.lit)
-			for i, l := range m.also {
-				if string(l) == s {
-					m.also = append(m.also[:i:i], m.also[i+1:]...)
-					break
-				}
-			}
-			m.litOnly = tree.Op == syntax.OpLiteral && !multiline
-		} else if isASCII(s) {
-			m.lit, m.fold = []byte(strings.ToLower(s)), true
-		}
-	}
-	return m, nil
+	return tree.Simplify(), nil
 }
+
+// denseLitBits is the selectivity (prefilter.go) under which a literal is
+// too common to find the candidate lines when a more selective run is
+// known: about one byte in 64 of source code or more, such as a common
+// letter, or a letter of either case ("f" under -i). Measured on Go's
+// source tree: (?i)fo+ba?r (f: 5.7 bits) is faster by the run, while
+// [a-z]+_[a-z]+\( is faster by its "_" (6.6 bits).
+const denseLitBits = 6
 
 // patternError turns a regexp/syntax error into a PatternError with the
 // column of the offending fragment.
@@ -153,60 +199,29 @@ func stripNewline(re *syntax.Regexp) error {
 	return nil
 }
 
-// requiredClass returns the smallest set of ASCII bytes of which every
-// match of re contains one, or nil when there is none worth using.
-func requiredClass(re *syntax.Regexp) *[256]bool {
-	var best *[256]bool
-	bestN := 97 // use only sets smaller than this
-	var visit func(re *syntax.Regexp)
-	visit = func(re *syntax.Regexp) {
-		switch re.Op {
-		case syntax.OpCharClass:
-			var set [256]bool
-			n := 0
-			for i := 0; i+1 < len(re.Rune); i += 2 {
-				if re.Rune[i+1] >= utf8.RuneSelf {
-					return // non-ASCII members: not a byte set
-				}
-				for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
-					set[r] = true
-					n++
-				}
-			}
-			if n > 0 && n < bestN {
-				best, bestN = &set, n
-			}
-		case syntax.OpCapture, syntax.OpPlus:
-			visit(re.Sub[0])
-		case syntax.OpRepeat:
-			if re.Min >= 1 {
-				visit(re.Sub[0])
-			}
-		case syntax.OpConcat:
-			for _, sub := range re.Sub {
-				visit(sub)
+// matchesNewline reports whether re has a part that can match "\n".
+func matchesNewline(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpAnyChar:
+		return true
+	case syntax.OpLiteral:
+		return slices.Contains(re.Rune, '\n')
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			if re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1] {
+				return true
 			}
 		}
+		return false
 	}
-	visit(re)
-	return best
-}
-
-// indexClass returns the index of the first byte of s in set, or -1.
-func indexClass(s []byte, set *[256]bool) int {
-	for i, c := range s {
-		if set[c] {
-			return i
-		}
-	}
-	return -1
+	return slices.ContainsFunc(re.Sub, matchesNewline)
 }
 
 // requiredLiterals appends the case-sensitive literals every match of re contains.
 func requiredLiterals(re *syntax.Regexp, out [][]rune) [][]rune {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase == 0 {
+		if !folds(re) {
 			out = append(out, re.Rune)
 		}
 	case syntax.OpCapture, syntax.OpPlus:
@@ -223,11 +238,25 @@ func requiredLiterals(re *syntax.Regexp, out [][]rune) [][]rune {
 	return out
 }
 
+// folds reports whether the literal re matches other runes than its own:
+// under -i, "_(" matches only itself.
+func folds(re *syntax.Regexp) bool {
+	if re.Flags&syntax.FoldCase == 0 {
+		return false
+	}
+	for _, r := range re.Rune {
+		if unicode.SimpleFold(r) != r {
+			return true
+		}
+	}
+	return false
+}
+
 // requiredLiteral returns the longest literal that every match of re contains.
 func requiredLiteral(re *syntax.Regexp) (lit []rune, fold, ok bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		return re.Rune, re.Flags&syntax.FoldCase != 0, true
+		return re.Rune, folds(re), true
 	case syntax.OpCapture, syntax.OpPlus:
 		return requiredLiteral(re.Sub[0])
 	case syntax.OpRepeat:
@@ -250,13 +279,36 @@ func requiredLiteral(re *syntax.Regexp) (lit []rune, fold, ok bool) {
 	return nil, false, false
 }
 
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
+// asciiFoldRun returns the most selective run of lit (matched ignoring
+// case) whose runes fold to ASCII runes only, which indexFold finds
+// exactly: 'k' also matches the KELVIN SIGN and 's' matches 'ſ', so
+// "(?i)stop" is searched for as "top".
+func asciiFoldRun(lit []rune) []rune {
+	var best []rune
+	bestBits := 0.0
+	start := 0
+	for i := 0; i <= len(lit); i++ {
+		if i < len(lit) && foldsToASCII(lit[i]) {
+			continue
+		}
+		if b := literalBits([]byte(strings.ToLower(string(lit[start:i]))), true); b > bestBits {
+			best, bestBits = lit[start:i], b
+		}
+		start = i + 1
+	}
+	return best
+}
+
+// foldsToASCII reports whether r and every rune it matches ignoring case are ASCII.
+func foldsToASCII(r rune) bool {
+	for f := r; ; {
+		if f >= utf8.RuneSelf {
 			return false
 		}
+		if f = unicode.SimpleFold(f); f == r {
+			return true
+		}
 	}
-	return true
 }
 
 // index returns the index of the first occurrence of the literal in s, or -1.
@@ -348,7 +400,7 @@ func (m *matcher) nextLine(text []byte, pos int) (ls, le int, ok bool) {
 				return 0, 0, false
 			}
 			ls, le = lineBounds(text, pos+i)
-			if m.litOnly || (m.hasAll(text[ls:le]) && m.re.Match(text[ls:le])) {
+			if m.litOnly || (m.hasAll(text[ls:le]) && (m.seq == nil || m.seq.index(text[ls:le]) >= 0) && m.re.Match(text[ls:le])) {
 				return ls, le, true
 			}
 			pos = le + 1
@@ -357,8 +409,8 @@ func (m *matcher) nextLine(text []byte, pos int) (ls, le int, ok bool) {
 		// Without a literal, run the regexp line by line: on short inputs
 		// Go's regexp uses its backtracker, much faster than its NFA.
 		for pos <= len(text) {
-			if m.class != nil {
-				i := indexClass(text[pos:], m.class)
+			if m.seq != nil {
+				i := m.seq.index(text[pos:])
 				if i < 0 {
 					return 0, 0, false
 				}
@@ -370,7 +422,7 @@ func (m *matcher) nextLine(text []byte, pos int) (ls, le int, ok bool) {
 			} else {
 				le += pos
 			}
-			if m.re.Match(text[pos:le]) {
+			if m.hasAll(text[pos:le]) && m.re.Match(text[pos:le]) {
 				return pos, le, true
 			}
 			pos = le + 1
