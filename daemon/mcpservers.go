@@ -249,7 +249,14 @@ func (l *mcpLayer) lookup(sessionID, name string) (tool.Tool, bool) {
 			if st.Error != "" {
 				msg += ": " + st.Error
 			}
-			msg += ". Its tools cannot be called until it is connected (tackle mcp list shows its state; tackle mcp reconnect " + c.Name() + ")."
+			switch st.State {
+			case mcp.NeedsTrust:
+				msg += ": it comes from the files of a project that is not trusted, so it does not start. Its tools cannot be called until the person trusts the project (`tackle trust` in its directory) and, for an .mcp.json server, approves it (`tackle mcp approve " + c.Name() + "`)."
+			case mcp.NeedsApproval:
+				msg += ": the project's .mcp.json server is not approved, so it does not start. Its tools cannot be called until the person approves it (`tackle mcp approve " + c.Name() + "`)."
+			default:
+				msg += ". Its tools cannot be called until it is connected (tackle mcp list shows its state; tackle mcp reconnect " + c.Name() + ")."
+			}
 		}
 		return unavailableTool{name: name, msg: msg}, true
 	}

@@ -31,7 +31,7 @@ func (s *stream) waitConnected(d *daemontest.Daemon, name string) {
 				if srv.GetTools() > 0 {
 					return
 				}
-			case "failed", "needs-approval", "needs-auth", "disabled":
+			case "failed", "needs-approval", "needs-trust", "needs-auth", "disabled":
 				s.t.Fatalf("MCP server %s: %s %s", name, srv.GetState(), srv.GetError())
 			}
 		}

@@ -91,7 +91,7 @@ func waitMCPConnected(b *testing.B, name string) func(context.Context, tacklev1.
 					if s.GetTools() > 0 {
 						return
 					}
-				case "failed", "needs-approval", "needs-auth", "disabled":
+				case "failed", "needs-approval", "needs-trust", "needs-auth", "disabled":
 					b.Fatalf("MCP server %s: %s %s", name, s.GetState(), s.GetError())
 				}
 			}

@@ -109,26 +109,27 @@ func TestMCPProjectServerNeedsTrustAndApproval(t *testing.T) {
 	}}))
 
 	s, ok := e.mcpServer("everything")
-	if !ok || s.State != "needs-approval" || s.Scope != "project" || s.PID != 0 {
-		t.Fatalf("untrusted .mcp.json server: %+v (found %v); want needs-approval, no process", s, ok)
+	if !ok || s.State != "needs-trust" || s.Scope != "project" || s.PID != 0 {
+		t.Fatalf("untrusted .mcp.json server: %+v (found %v); want needs-trust, no process", s, ok)
 	}
 	if pids := processesWith(t, marker); len(pids) != 0 {
 		t.Fatalf("an unapproved server was started: pids %v", pids)
 	}
 	res, r := e.callJSON("mcp__everything__echo", map[string]any{"message": "hi"}, "--permission-mode", "bypassPermissions")
-	if r.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), "needs-approval") {
+	if r.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), "needs-trust") || !strings.Contains(res.text(), "tackle trust") {
 		t.Fatalf("calling an unapproved server's tool: code %d %+v", r.code, res)
 	}
 
-	// Approval alone is not enough while the workspace is untrusted.
-	if r := e.tackle("", "mcp", "approve", "everything"); r.code != 0 {
+	// Approval alone is not enough while the workspace is untrusted, and
+	// mcp approve says so.
+	if r := e.tackle("", "mcp", "approve", "everything"); r.code != 0 || !strings.Contains(r.stdout, "is not trusted") || !strings.Contains(r.stdout, "tackle trust") {
 		t.Fatalf("mcp approve: %d %s %s", r.code, r.stdout, r.stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.project, ".tackle", "settings.local.json")); err != nil || !strings.Contains(string(b), "enabledMcpjsonServers") {
 		t.Fatalf("approval not recorded in .tackle/settings.local.json: %q %v", b, err)
 	}
-	if s, _ := e.mcpServer("everything"); s.State != "needs-approval" {
-		t.Fatalf("approved but untrusted: %+v; want needs-approval", s)
+	if s, _ := e.mcpServer("everything"); s.State != "needs-trust" {
+		t.Fatalf("approved but untrusted: %+v; want needs-trust", s)
 	}
 	if r := e.tackle("", "trust"); r.code != 0 {
 		t.Fatalf("trust: %d %s", r.code, r.stderr)

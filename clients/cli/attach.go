@@ -257,6 +257,7 @@ func (a *app) printSnapshot(s *tacklev1.Snapshot, asJSON bool, children []*tackl
 	}
 	j := snapshotToJSON(s)
 	fmt.Fprintf(a.stdout, "session %s  cwd %s  mode %s  events %d\n", j.Session.ID, j.Session.Cwd, modeName(j.Session.PermissionMode), j.Seq)
+	writeSettingsProblems(a.stdout, s.GetSettingsProblems(), "  ")
 	if l := j.Session.Agent; l != nil {
 		fmt.Fprintf(a.stdout, "  agent    %s of session %s (call %s)\n", agentName(l.AgentType, l.Description), l.ParentSessionID, l.ParentCallID)
 	}

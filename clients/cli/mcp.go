@@ -555,6 +555,9 @@ be trusted (tackle trust).`,
 					what = "every server of .mcp.json"
 				}
 				fmt.Fprintf(a.stdout, "Approved %s in %s\n", what, resp.GetPath())
+				if t := resp.GetTrust(); t != nil && !t.GetTrusted() {
+					fmt.Fprintf(a.stdout, "The project %s is not trusted, so its servers stay needs-trust and do not start: trust it with `%s`.\n", t.GetDir(), t.GetHint())
+				}
 				return nil
 			})
 		}),

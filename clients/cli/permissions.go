@@ -241,7 +241,10 @@ type rulesJSON struct {
 	SessionID string            `json:"session_id"`
 	Rules     []ruleJSON        `json:"rules"`
 	Problems  []ruleProblemJSON `json:"problems"`
-	Trust     *trustJSON        `json:"trust,omitempty"`
+	// SettingsProblems are the settings files that do not parse (omitted
+	// when none).
+	SettingsProblems []settingsProblemJSON `json:"settings_problems,omitempty"`
+	Trust            *trustJSON            `json:"trust,omitempty"`
 }
 
 func (a *app) rulesCommand() *cobra.Command {
@@ -266,9 +269,11 @@ func (a *app) rulesCommand() *cobra.Command {
 				for _, p := range resp.GetProblems() {
 					out.Problems = append(out.Problems, ruleProblemJSON{Rule: p.GetText(), Message: p.GetMessage(), Source: sourceToJSON(p.GetSource())})
 				}
+				out.SettingsProblems = settingsProblemsToJSON(resp.GetSettingsProblems())
 				if asJSON {
 					return a.printJSON(out)
 				}
+				writeSettingsProblems(a.stdout, resp.GetSettingsProblems(), "")
 				if len(out.Rules) == 0 {
 					fmt.Fprintln(a.stdout, "no permission rules")
 				}

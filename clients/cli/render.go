@@ -209,3 +209,20 @@ func reasonLine(r *tacklev1.PermissionRequest) string {
 	}
 	return reason
 }
+
+// writeSettingsProblems lists the settings files that do not parse, each
+// as "PATH:LINE:COL: MESSAGE" after indent, under a line saying what it
+// means.
+func writeSettingsProblems(w io.Writer, ps []*tacklev1.SettingsProblem, indent string) {
+	if len(ps) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s%d settings %s not parse (the last good version, or nothing, is in force until fixed):\n", indent, len(ps), plural(len(ps), "file does", "files do"))
+	for _, p := range ps {
+		where := p.GetPath()
+		if p.GetLine() > 0 {
+			where += fmt.Sprintf(":%d:%d", p.GetLine(), p.GetColumn())
+		}
+		fmt.Fprintf(w, "%s  %s: %s\n", indent, where, p.GetMessage())
+	}
+}

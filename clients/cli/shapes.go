@@ -424,13 +424,32 @@ type snapshotJSON struct {
 	RunningCalls       []runningJSON     `json:"running_calls"`
 	Shells             []*shellJSON      `json:"shells"`
 	Trust              *trustJSON        `json:"trust,omitempty"`
+	// SettingsProblems are the session's settings files that do not parse
+	// (omitted when none).
+	SettingsProblems []settingsProblemJSON `json:"settings_problems,omitempty"`
+}
+
+// settingsProblemJSON is a settings file that does not parse.
+type settingsProblemJSON struct {
+	Path    string `json:"path"`
+	Line    int32  `json:"line"`
+	Column  int32  `json:"column"`
+	Message string `json:"message"`
+}
+
+func settingsProblemsToJSON(ps []*tacklev1.SettingsProblem) []settingsProblemJSON {
+	var out []settingsProblemJSON
+	for _, p := range ps {
+		out = append(out, settingsProblemJSON{Path: p.GetPath(), Line: p.GetLine(), Column: p.GetColumn(), Message: p.GetMessage()})
+	}
+	return out
 }
 
 func snapshotToJSON(s *tacklev1.Snapshot) *snapshotJSON {
 	out := &snapshotJSON{
 		Seq: s.GetSession().GetLastSeq(), Type: "snapshot", Session: sessionToJSON(s.GetSession()),
 		PendingPermissions: []*permissionJSON{}, RunningCalls: []runningJSON{}, Shells: shellsToJSON(s.GetShells()),
-		Trust: trustToJSON(s.GetTrust()),
+		Trust: trustToJSON(s.GetTrust()), SettingsProblems: settingsProblemsToJSON(s.GetSettingsProblems()),
 	}
 	for _, p := range s.GetPendingPermissions() {
 		out.PendingPermissions = append(out.PendingPermissions, permissionToJSON(p))

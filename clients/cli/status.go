@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tackle-agent/tackle/clients/client"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
 // statusJSON is the --json shape of `tackle status`.
@@ -21,31 +22,42 @@ type statusJSON struct {
 	ProtocolVersion uint32 `json:"protocol_version"`
 	RSSBytes        int64  `json:"rss_bytes"`
 	PreviousExit    string `json:"previous_exit,omitempty"`
+	// SettingsProblems counts the settings files of the directory that do
+	// not parse (omitted when none).
+	SettingsProblems int `json:"settings_problems,omitempty"`
 }
 
 func (a *app) statusCommand() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		cwd    string
+	)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Describe the running daemon (starting one if none answers)",
 		Args:  cobra.NoArgs,
 		RunE: run(func(cmd *cobra.Command, _ []string) error {
 			return a.withClient(cmd, func(ctx context.Context, c *client.Client) error {
-				st, err := c.Status(ctx)
+				dir, err := absDir(cwd)
 				if err != nil {
-					return fmt.Errorf("asking the daemon for its status: %w", err)
+					return err
+				}
+				st, err := c.Service().Status(ctx, &tacklev1.StatusRequest{Cwd: dir})
+				if err != nil {
+					return fmt.Errorf("asking the daemon for its status: %w", client.Err(err))
 				}
 				out := statusJSON{
-					Version:         st.GetVersion(),
-					BuildID:         st.GetBuildId(),
-					PID:             st.GetPid(),
-					Socket:          st.GetSocket(),
-					UptimeSeconds:   st.GetUptimeSeconds(),
-					Sessions:        st.GetSessions(),
-					Clients:         st.GetClients(),
-					ProtocolVersion: st.GetProtocolVersion(),
-					RSSBytes:        st.GetRssBytes(),
-					PreviousExit:    st.GetPreviousExit(),
+					Version:          st.GetVersion(),
+					BuildID:          st.GetBuildId(),
+					PID:              st.GetPid(),
+					Socket:           st.GetSocket(),
+					UptimeSeconds:    st.GetUptimeSeconds(),
+					Sessions:         st.GetSessions(),
+					Clients:          st.GetClients(),
+					ProtocolVersion:  st.GetProtocolVersion(),
+					RSSBytes:         st.GetRssBytes(),
+					PreviousExit:     st.GetPreviousExit(),
+					SettingsProblems: len(st.GetSettingsProblems()),
 				}
 				if out.Socket == "" {
 					out.Socket = c.Socket()
@@ -64,10 +76,14 @@ func (a *app) statusCommand() *cobra.Command {
 				if out.PreviousExit != "" {
 					fmt.Fprintf(w, "note      %s\n", out.PreviousExit)
 				}
+				if n := out.SettingsProblems; n > 0 {
+					fmt.Fprintf(w, "settings  %d %s not parse here (tackle permissions rules shows where)\n", n, plural(n, "file does", "files do"))
+				}
 				return nil
 			})
 		}),
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON object")
+	cmd.Flags().StringVar(&cwd, "cwd", "", "the directory whose settings files are checked (default: the current directory)")
 	return cmd
 }

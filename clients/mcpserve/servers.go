@@ -171,6 +171,8 @@ func (b *bridge) problemOf(s *tacklev1.McpServer) string {
 			name, why, login, name, sess, name, sess)
 	case "needs-approval":
 		return fmt.Sprintf("MCP server %s (the project's .mcp.json) is not approved%s. Its tools are not served. Approve it: `tackle mcp approve %s --cwd %s` (the project must be trusted too: `tackle trust %s`).", name, why, name, b.root, b.root)
+	case "needs-trust":
+		return fmt.Sprintf("MCP server %s comes from the files of a project that is not trusted%s. Its tools are not served. Trust the project: `tackle trust %s` (an .mcp.json server must be approved too: `tackle mcp approve %s --cwd %s`).", name, why, b.root, name, b.root)
 	}
 	return ""
 }

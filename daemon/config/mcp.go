@@ -25,9 +25,12 @@ const ScopeSession = "session"
 // MCP server states set by configuration (the connection manager adds its
 // own).
 const (
-	// MCPNeedsApproval: a project (.mcp.json) server that is not approved,
-	// or a server from the workspace's files while it is not trusted.
+	// MCPNeedsApproval: a project (.mcp.json) server that is not approved.
 	MCPNeedsApproval = "needs-approval"
+	// MCPNeedsTrust: a server from the workspace's files (.mcp.json,
+	// .tackle/settings.local.json) while the workspace is not trusted,
+	// approved or not.
+	MCPNeedsTrust = "needs-trust"
 	// MCPDisabled: listed in disabledMcpjsonServers somewhere.
 	MCPDisabled = "disabled"
 )
@@ -66,7 +69,8 @@ type MCPServer struct {
 	// Dir is the project directory for project, local and session scope
 	// ("" for user and managed).
 	Dir string
-	// State is "" (may start), MCPNeedsApproval or MCPDisabled.
+	// State is "" (may start), MCPNeedsTrust, MCPNeedsApproval or
+	// MCPDisabled.
 	State string
 	// Warnings are non-fatal remarks, e.g. "${TOKEN} is not set (left as is)".
 	Warnings []string
@@ -383,7 +387,7 @@ func (l *Loader) MCPServers(root string, environ []string, extra []string, trust
 			case src.scope == ScopeProject && disabled[name]:
 				s.State = MCPDisabled
 			case src.needsTrust && !trusted:
-				s.State = MCPNeedsApproval
+				s.State = MCPNeedsTrust
 				s.Warnings = append(s.Warnings, "the workspace "+root+" is not trusted: servers from its files do not start (`tackle trust`)")
 			case src.scope == ScopeProject && !(enableAll != nil && *enableAll) && !enabled[name]:
 				s.State = MCPNeedsApproval

@@ -413,9 +413,9 @@ func TestMCPApproval(t *testing.T) {
 		trusted  bool
 		want     string
 	}{
-		{"untrusted, nothing", "", "", "", false, MCPNeedsApproval},
-		{"untrusted, enableAll", `{"enableAllProjectMcpServers":true}`, "", "", false, MCPNeedsApproval},
-		{"untrusted, enabled", `{"enabledMcpjsonServers":["p"]}`, "", "", false, MCPNeedsApproval},
+		{"untrusted, nothing", "", "", "", false, MCPNeedsTrust},
+		{"untrusted, enableAll", `{"enableAllProjectMcpServers":true}`, "", "", false, MCPNeedsTrust},
+		{"untrusted, enabled", `{"enabledMcpjsonServers":["p"]}`, "", "", false, MCPNeedsTrust},
 		{"untrusted, disabled", `{"disabledMcpjsonServers":["p"]}`, "", "", false, MCPDisabled},
 		{"untrusted, enabled and disabled", `{"enabledMcpjsonServers":["p"],"disabledMcpjsonServers":["p"]}`, "", "", false, MCPDisabled},
 		{"trusted, nothing", "", "", "", true, MCPNeedsApproval},
@@ -429,7 +429,7 @@ func TestMCPApproval(t *testing.T) {
 		{"trusted, enabled in claude.json", "", "", `"enabledMcpjsonServers":["p"]`, true, ""},
 		{"trusted, enableAll in claude.json", "", "", `"enableAllProjectMcpServers":true`, true, ""},
 		{"trusted, disabled in claude.json", `{"enableAllProjectMcpServers":true}`, "", `"disabledMcpjsonServers":["p"]`, true, MCPDisabled},
-		{"untrusted, enabled in claude.json", "", "", `"enabledMcpjsonServers":["p"]`, false, MCPNeedsApproval},
+		{"untrusted, enabled in claude.json", "", "", `"enabledMcpjsonServers":["p"]`, false, MCPNeedsTrust},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -472,7 +472,7 @@ func TestMCPApproval(t *testing.T) {
 		}
 		want := map[string]string{"l": "", "c": "", "u": "", "s": ""}
 		if !trusted {
-			want["l"] = MCPNeedsApproval
+			want["l"] = MCPNeedsTrust
 		}
 		if diff := cmp.Diff(want, states); diff != "" {
 			t.Errorf("trusted=%v states (-want +got):\n%s", trusted, diff)

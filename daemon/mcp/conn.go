@@ -40,6 +40,9 @@ const (
 	Failed State = "failed"
 	// NeedsApproval: a project server not approved yet; never started.
 	NeedsApproval State = "needs-approval"
+	// NeedsTrust: a server from the files of a workspace that is not
+	// trusted; never started.
+	NeedsTrust State = "needs-trust"
 	// NeedsAuth: an HTTP server answered 401 or 403.
 	NeedsAuth State = "needs-auth"
 	// Disabled: disabled by configuration; never started.
@@ -116,6 +119,8 @@ func (e *StateError) Error() string {
 	switch e.State {
 	case NeedsApproval:
 		msg += fmt.Sprintf(": approve it with `tackle mcp approve %s`", e.Server)
+	case NeedsTrust:
+		msg += ": the workspace its configuration comes from is not trusted; trust it with `tackle trust` in that directory (and approve an .mcp.json server with `tackle mcp approve " + e.Server + "`)"
 	case Disabled:
 		msg += " by configuration"
 	}
@@ -189,6 +194,8 @@ func newConn(m *Manager, srv config.MCPServer) *Conn {
 	switch srv.State {
 	case config.MCPNeedsApproval:
 		c.state = NeedsApproval
+	case config.MCPNeedsTrust:
+		c.state = NeedsTrust
 	case config.MCPDisabled:
 		c.state = Disabled
 	case "":

@@ -132,7 +132,7 @@ func (m *Manager) logCollision(name, kept, dropped string) {
 // offersTools reports whether a server in state s contributes its tools.
 func offersTools(s State) bool {
 	switch s {
-	case Failed, NeedsApproval, NeedsAuth, Disabled:
+	case Failed, NeedsApproval, NeedsTrust, NeedsAuth, Disabled:
 		return false
 	}
 	return true

@@ -324,6 +324,7 @@ func (a *attachment) snapshot(sess *session.Session) *tacklev1.ServerMessage {
 		RunningCalls:       runningToProto(a.srv.disp.Running(sess.ID())),
 		Shells:             shellsToProto(a.srv.shellsOf(sess.ID())),
 		Trust:              a.srv.trustInfo(sess.Root()),
+		SettingsProblems:   a.srv.settingsProblems(sess.Root()),
 	}
 	if a.srv.opts.MCPAuth != nil {
 		for _, f := range a.srv.opts.MCPAuth.PendingAuth(sess) {

@@ -221,7 +221,7 @@ func (s *Server) ApproveMcpServers(_ context.Context, req *tacklev1.ApproveMcpSe
 		return nil, mcpErr(codes.InvalidArgument, "%v", err)
 	}
 	s.log.Info("MCP servers approved", "names", req.GetNames(), "all", req.GetAll(), "path", path)
-	return &tacklev1.ApproveMcpServersResponse{Path: path}, nil
+	return &tacklev1.ApproveMcpServersResponse{Path: path, Trust: s.trustInfo(req.GetCwd())}, nil
 }
 
 // ReadMcpLogs implements TackleService.

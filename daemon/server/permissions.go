@@ -282,7 +282,7 @@ func (s *Server) ListRules(ctx context.Context, req *tacklev1.ListRulesRequest) 
 	rules, problems := s.opts.Permissions.Rules(sess)
 	out := &tacklev1.ListRulesResponse{
 		Rules: make([]*tacklev1.PermissionRule, 0, len(rules)), Problems: make([]*tacklev1.RuleProblem, 0, len(problems)),
-		Trust: s.trustInfo(sess.Root()), SessionId: sess.ID(),
+		Trust: s.trustInfo(sess.Root()), SessionId: sess.ID(), SettingsProblems: s.settingsProblems(sess.Root()),
 	}
 	for _, r := range rules {
 		out.Rules = append(out.Rules, &tacklev1.PermissionRule{Text: r.Text, Tool: r.Tool, Spec: r.Spec, Behavior: r.Behavior, Source: ruleSourceToProto(&r.Source)})

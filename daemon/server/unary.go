@@ -219,19 +219,20 @@ func (s *Server) AnswerPermission(ctx context.Context, req *tacklev1.AnswerPermi
 }
 
 // Status implements TackleService.
-func (s *Server) Status(context.Context, *tacklev1.StatusRequest) (*tacklev1.StatusResponse, error) {
+func (s *Server) Status(_ context.Context, req *tacklev1.StatusRequest) (*tacklev1.StatusResponse, error) {
 	return &tacklev1.StatusResponse{
-		Version:         s.opts.Version,
-		BuildId:         s.opts.BuildID,
-		Pid:             int64(os.Getpid()),
-		Socket:          s.opts.Socket,
-		UptimeSeconds:   int64(time.Since(s.started) / time.Second),
-		Sessions:        uint32(s.sessions.Count()),
-		Clients:         uint32(s.clients.Load()),
-		ProtocolVersion: ProtocolVersion,
-		RssBytes:        rss(),
-		PreviousExit:    s.opts.PreviousExit,
-		Goroutines:      int32(runtime.NumGoroutine()),
+		Version:          s.opts.Version,
+		BuildId:          s.opts.BuildID,
+		Pid:              int64(os.Getpid()),
+		Socket:           s.opts.Socket,
+		UptimeSeconds:    int64(time.Since(s.started) / time.Second),
+		Sessions:         uint32(s.sessions.Count()),
+		Clients:          uint32(s.clients.Load()),
+		ProtocolVersion:  ProtocolVersion,
+		RssBytes:         rss(),
+		PreviousExit:     s.opts.PreviousExit,
+		Goroutines:       int32(runtime.NumGoroutine()),
+		SettingsProblems: s.settingsProblems(req.GetCwd()),
 	}, nil
 }
 

@@ -1423,9 +1423,12 @@ type Snapshot struct {
 	QueuedPrompts []*PromptInfo `protobuf:"bytes,8,rep,name=queued_prompts,json=queuedPrompts,proto3" json:"queued_prompts,omitempty"`
 	// mcp_auth are the OAuth flows of the session's MCP servers that wait
 	// for a person now (state required, with the URL to open).
-	McpAuth       []*McpAuth `protobuf:"bytes,9,rep,name=mcp_auth,json=mcpAuth,proto3" json:"mcp_auth,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	McpAuth []*McpAuth `protobuf:"bytes,9,rep,name=mcp_auth,json=mcpAuth,proto3" json:"mcp_auth,omitempty"`
+	// settings_problems are the session's settings files that do not parse
+	// (their last good version, or nothing, stays in force).
+	SettingsProblems []*SettingsProblem `protobuf:"bytes,10,rep,name=settings_problems,json=settingsProblems,proto3" json:"settings_problems,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -1521,6 +1524,86 @@ func (x *Snapshot) GetMcpAuth() []*McpAuth {
 	return nil
 }
 
+func (x *Snapshot) GetSettingsProblems() []*SettingsProblem {
+	if x != nil {
+		return x.SettingsProblems
+	}
+	return nil
+}
+
+// SettingsProblem is a settings file that does not parse, or holds a value
+// of the wrong type: tackle keeps the file's last good version (nothing
+// when it never parsed) until it is fixed.
+type SettingsProblem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// line and column (1-based) point at the error; 0 when it is not in the
+	// text (the file cannot be read).
+	Line          int32  `protobuf:"varint,2,opt,name=line,proto3" json:"line,omitempty"`
+	Column        int32  `protobuf:"varint,3,opt,name=column,proto3" json:"column,omitempty"`
+	Message       string `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SettingsProblem) Reset() {
+	*x = SettingsProblem{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SettingsProblem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SettingsProblem) ProtoMessage() {}
+
+func (x *SettingsProblem) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SettingsProblem.ProtoReflect.Descriptor instead.
+func (*SettingsProblem) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SettingsProblem) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SettingsProblem) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *SettingsProblem) GetColumn() int32 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
+}
+
+func (x *SettingsProblem) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 // TrustInfo is the workspace trust of a session's project directory.
 type TrustInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1540,7 +1623,7 @@ type TrustInfo struct {
 
 func (x *TrustInfo) Reset() {
 	*x = TrustInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1552,7 +1635,7 @@ func (x *TrustInfo) String() string {
 func (*TrustInfo) ProtoMessage() {}
 
 func (x *TrustInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1565,7 +1648,7 @@ func (x *TrustInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustInfo.ProtoReflect.Descriptor instead.
 func (*TrustInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TrustInfo) GetDir() string {
@@ -1619,7 +1702,7 @@ type BackgroundShell struct {
 
 func (x *BackgroundShell) Reset() {
 	*x = BackgroundShell{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1631,7 +1714,7 @@ func (x *BackgroundShell) String() string {
 func (*BackgroundShell) ProtoMessage() {}
 
 func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1644,7 +1727,7 @@ func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackgroundShell.ProtoReflect.Descriptor instead.
 func (*BackgroundShell) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *BackgroundShell) GetId() string {
@@ -1716,7 +1799,7 @@ type RunningCall struct {
 
 func (x *RunningCall) Reset() {
 	*x = RunningCall{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1728,7 +1811,7 @@ func (x *RunningCall) String() string {
 func (*RunningCall) ProtoMessage() {}
 
 func (x *RunningCall) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1741,7 +1824,7 @@ func (x *RunningCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunningCall.ProtoReflect.Descriptor instead.
 func (*RunningCall) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RunningCall) GetTurnId() string {
@@ -1788,7 +1871,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +1883,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +1896,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ContentBlock) GetType() string {
@@ -1871,7 +1954,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +1966,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +1979,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ToolResult) GetId() string {
@@ -1992,7 +2075,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2087,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2100,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -2119,7 +2202,7 @@ type AgentRef struct {
 
 func (x *AgentRef) Reset() {
 	*x = AgentRef{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2131,7 +2214,7 @@ func (x *AgentRef) String() string {
 func (*AgentRef) ProtoMessage() {}
 
 func (x *AgentRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2144,7 +2227,7 @@ func (x *AgentRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentRef.ProtoReflect.Descriptor instead.
 func (*AgentRef) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AgentRef) GetId() string {
@@ -2195,7 +2278,7 @@ type AgentLink struct {
 
 func (x *AgentLink) Reset() {
 	*x = AgentLink{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2207,7 +2290,7 @@ func (x *AgentLink) String() string {
 func (*AgentLink) ProtoMessage() {}
 
 func (x *AgentLink) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2220,7 +2303,7 @@ func (x *AgentLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentLink.ProtoReflect.Descriptor instead.
 func (*AgentLink) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AgentLink) GetParentSessionId() string {
@@ -2305,7 +2388,7 @@ type Subagent struct {
 
 func (x *Subagent) Reset() {
 	*x = Subagent{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2317,7 +2400,7 @@ func (x *Subagent) String() string {
 func (*Subagent) ProtoMessage() {}
 
 func (x *Subagent) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2330,7 +2413,7 @@ func (x *Subagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
 func (*Subagent) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Subagent) GetId() string {
@@ -2470,7 +2553,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2482,7 +2565,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2495,7 +2578,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *PermissionOption) GetOption() string {
@@ -2545,7 +2628,7 @@ type PermissionResolved struct {
 
 func (x *PermissionResolved) Reset() {
 	*x = PermissionResolved{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2557,7 +2640,7 @@ func (x *PermissionResolved) String() string {
 func (*PermissionResolved) ProtoMessage() {}
 
 func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2570,7 +2653,7 @@ func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionResolved.ProtoReflect.Descriptor instead.
 func (*PermissionResolved) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PermissionResolved) GetRequestId() string {
@@ -2637,7 +2720,7 @@ type HookRun struct {
 
 func (x *HookRun) Reset() {
 	*x = HookRun{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2649,7 +2732,7 @@ func (x *HookRun) String() string {
 func (*HookRun) ProtoMessage() {}
 
 func (x *HookRun) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2662,7 +2745,7 @@ func (x *HookRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookRun.ProtoReflect.Descriptor instead.
 func (*HookRun) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *HookRun) GetHook() string {
@@ -2784,7 +2867,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +2879,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +2892,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2982,7 +3065,7 @@ type McpAuth struct {
 
 func (x *McpAuth) Reset() {
 	*x = McpAuth{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2994,7 +3077,7 @@ func (x *McpAuth) String() string {
 func (*McpAuth) ProtoMessage() {}
 
 func (x *McpAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3007,7 +3090,7 @@ func (x *McpAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpAuth.ProtoReflect.Descriptor instead.
 func (*McpAuth) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *McpAuth) GetServer() string {
@@ -3058,7 +3141,7 @@ type PromptInfo struct {
 
 func (x *PromptInfo) Reset() {
 	*x = PromptInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3153,7 @@ func (x *PromptInfo) String() string {
 func (*PromptInfo) ProtoMessage() {}
 
 func (x *PromptInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3166,7 @@ func (x *PromptInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptInfo.ProtoReflect.Descriptor instead.
 func (*PromptInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PromptInfo) GetId() string {
@@ -3162,7 +3245,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3257,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3270,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3235,7 +3318,7 @@ type AssistantDelta struct {
 
 func (x *AssistantDelta) Reset() {
 	*x = AssistantDelta{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3247,7 +3330,7 @@ func (x *AssistantDelta) String() string {
 func (*AssistantDelta) ProtoMessage() {}
 
 func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3260,7 +3343,7 @@ func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssistantDelta.ProtoReflect.Descriptor instead.
 func (*AssistantDelta) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AssistantDelta) GetPromptId() string {
@@ -3319,7 +3402,7 @@ type ModelRetry struct {
 
 func (x *ModelRetry) Reset() {
 	*x = ModelRetry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3331,7 +3414,7 @@ func (x *ModelRetry) String() string {
 func (*ModelRetry) ProtoMessage() {}
 
 func (x *ModelRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3344,7 +3427,7 @@ func (x *ModelRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRetry.ProtoReflect.Descriptor instead.
 func (*ModelRetry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ModelRetry) GetPromptId() string {
@@ -3401,7 +3484,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3496,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3509,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -3483,7 +3566,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3495,7 +3578,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3508,7 +3591,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -3534,7 +3617,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3629,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3642,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -3572,7 +3655,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3584,7 +3667,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3597,7 +3680,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -3617,7 +3700,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +3712,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +3725,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -3662,7 +3745,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3674,7 +3757,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3687,7 +3770,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -3707,7 +3790,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3719,7 +3802,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3732,7 +3815,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -3751,7 +3834,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3763,7 +3846,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3776,7 +3859,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -3795,7 +3878,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3890,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3903,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -3895,7 +3978,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3907,7 +3990,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3920,7 +4003,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -4006,7 +4089,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4018,7 +4101,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4031,7 +4114,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -4069,7 +4152,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4081,7 +4164,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4094,7 +4177,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -4122,7 +4205,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4134,7 +4217,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4147,7 +4230,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -4175,7 +4258,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4187,7 +4270,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4200,7 +4283,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -4217,16 +4300,19 @@ func (x *AnswerPermissionResponse) GetMessage() string {
 	return ""
 }
 
-// StatusRequest is empty.
+// StatusRequest may name a directory.
 type StatusRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// cwd, if set, is a directory whose settings files' problems the answer
+	// counts (settings_problems); without it, the user's and managed ones.
+	Cwd           string `protobuf:"bytes,1,opt,name=cwd,proto3" json:"cwd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4238,7 +4324,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4251,7 +4337,14 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *StatusRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
 }
 
 // StatusResponse describes the daemon.
@@ -4270,14 +4363,17 @@ type StatusResponse struct {
 	// not stop cleanly (killed, or its crash trace's first line).
 	PreviousExit string `protobuf:"bytes,10,opt,name=previous_exit,json=previousExit,proto3" json:"previous_exit,omitempty"`
 	// goroutines is the daemon's goroutine count (for leak checks).
-	Goroutines    int32 `protobuf:"varint,11,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Goroutines int32 `protobuf:"varint,11,opt,name=goroutines,proto3" json:"goroutines,omitempty"`
+	// settings_problems are the settings files of the request's cwd (or the
+	// user's and managed ones) that do not parse.
+	SettingsProblems []*SettingsProblem `protobuf:"bytes,12,rep,name=settings_problems,json=settingsProblems,proto3" json:"settings_problems,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4289,7 +4385,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4302,7 +4398,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -4382,6 +4478,13 @@ func (x *StatusResponse) GetGoroutines() int32 {
 	return 0
 }
 
+func (x *StatusResponse) GetSettingsProblems() []*SettingsProblem {
+	if x != nil {
+		return x.SettingsProblems
+	}
+	return nil
+}
+
 // ShutdownRequest is empty.
 type ShutdownRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4391,7 +4494,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4403,7 +4506,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4416,7 +4519,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -4428,7 +4531,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4440,7 +4543,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4453,7 +4556,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
 }
 
 // ListShellsRequest names the session.
@@ -4466,7 +4569,7 @@ type ListShellsRequest struct {
 
 func (x *ListShellsRequest) Reset() {
 	*x = ListShellsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4478,7 +4581,7 @@ func (x *ListShellsRequest) String() string {
 func (*ListShellsRequest) ProtoMessage() {}
 
 func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4491,7 +4594,7 @@ func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
 func (*ListShellsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListShellsRequest) GetSessionId() string {
@@ -4511,7 +4614,7 @@ type ListShellsResponse struct {
 
 func (x *ListShellsResponse) Reset() {
 	*x = ListShellsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4523,7 +4626,7 @@ func (x *ListShellsResponse) String() string {
 func (*ListShellsResponse) ProtoMessage() {}
 
 func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4536,7 +4639,7 @@ func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
 func (*ListShellsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListShellsResponse) GetShells() []*BackgroundShell {
@@ -4561,7 +4664,7 @@ type ReadShellOutputRequest struct {
 
 func (x *ReadShellOutputRequest) Reset() {
 	*x = ReadShellOutputRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4573,7 +4676,7 @@ func (x *ReadShellOutputRequest) String() string {
 func (*ReadShellOutputRequest) ProtoMessage() {}
 
 func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4586,7 +4689,7 @@ func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ReadShellOutputRequest) GetSessionId() string {
@@ -4633,7 +4736,7 @@ type ReadShellOutputResponse struct {
 
 func (x *ReadShellOutputResponse) Reset() {
 	*x = ReadShellOutputResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4645,7 +4748,7 @@ func (x *ReadShellOutputResponse) String() string {
 func (*ReadShellOutputResponse) ProtoMessage() {}
 
 func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4658,7 +4761,7 @@ func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReadShellOutputResponse) GetData() []byte {
@@ -4693,7 +4796,7 @@ type KillShellRequest struct {
 
 func (x *KillShellRequest) Reset() {
 	*x = KillShellRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4705,7 +4808,7 @@ func (x *KillShellRequest) String() string {
 func (*KillShellRequest) ProtoMessage() {}
 
 func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4718,7 +4821,7 @@ func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
 func (*KillShellRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *KillShellRequest) GetSessionId() string {
@@ -4746,7 +4849,7 @@ type KillShellResponse struct {
 
 func (x *KillShellResponse) Reset() {
 	*x = KillShellResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4758,7 +4861,7 @@ func (x *KillShellResponse) String() string {
 func (*KillShellResponse) ProtoMessage() {}
 
 func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4771,7 +4874,7 @@ func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
 func (*KillShellResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *KillShellResponse) GetShell() *BackgroundShell {
@@ -4791,7 +4894,7 @@ type ListPendingPermissionsRequest struct {
 
 func (x *ListPendingPermissionsRequest) Reset() {
 	*x = ListPendingPermissionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4803,7 +4906,7 @@ func (x *ListPendingPermissionsRequest) String() string {
 func (*ListPendingPermissionsRequest) ProtoMessage() {}
 
 func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4816,7 +4919,7 @@ func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *ListPendingPermissionsRequest) GetSessionId() string {
@@ -4836,7 +4939,7 @@ type ListPendingPermissionsResponse struct {
 
 func (x *ListPendingPermissionsResponse) Reset() {
 	*x = ListPendingPermissionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4848,7 +4951,7 @@ func (x *ListPendingPermissionsResponse) String() string {
 func (*ListPendingPermissionsResponse) ProtoMessage() {}
 
 func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4861,7 +4964,7 @@ func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListPendingPermissionsResponse) GetRequests() []*PermissionRequest {
@@ -4888,7 +4991,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4900,7 +5003,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4913,7 +5016,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ExplainRequest) GetSessionId() string {
@@ -4968,7 +5071,7 @@ type RuleSource struct {
 
 func (x *RuleSource) Reset() {
 	*x = RuleSource{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4980,7 +5083,7 @@ func (x *RuleSource) String() string {
 func (*RuleSource) ProtoMessage() {}
 
 func (x *RuleSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4993,7 +5096,7 @@ func (x *RuleSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleSource.ProtoReflect.Descriptor instead.
 func (*RuleSource) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *RuleSource) GetScope() string {
@@ -5036,7 +5139,7 @@ type ExplainStep struct {
 
 func (x *ExplainStep) Reset() {
 	*x = ExplainStep{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5048,7 +5151,7 @@ func (x *ExplainStep) String() string {
 func (*ExplainStep) ProtoMessage() {}
 
 func (x *ExplainStep) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5061,7 +5164,7 @@ func (x *ExplainStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainStep.ProtoReflect.Descriptor instead.
 func (*ExplainStep) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ExplainStep) GetStage() string {
@@ -5111,7 +5214,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5123,7 +5226,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5136,7 +5239,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ExplainResponse) GetDecision() string {
@@ -5213,7 +5316,7 @@ type ListRulesRequest struct {
 
 func (x *ListRulesRequest) Reset() {
 	*x = ListRulesRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5225,7 +5328,7 @@ func (x *ListRulesRequest) String() string {
 func (*ListRulesRequest) ProtoMessage() {}
 
 func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5238,7 +5341,7 @@ func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ListRulesRequest) GetSessionId() string {
@@ -5270,7 +5373,7 @@ type PermissionRule struct {
 
 func (x *PermissionRule) Reset() {
 	*x = PermissionRule{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5282,7 +5385,7 @@ func (x *PermissionRule) String() string {
 func (*PermissionRule) ProtoMessage() {}
 
 func (x *PermissionRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5295,7 +5398,7 @@ func (x *PermissionRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRule.ProtoReflect.Descriptor instead.
 func (*PermissionRule) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *PermissionRule) GetText() string {
@@ -5345,7 +5448,7 @@ type RuleProblem struct {
 
 func (x *RuleProblem) Reset() {
 	*x = RuleProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5357,7 +5460,7 @@ func (x *RuleProblem) String() string {
 func (*RuleProblem) ProtoMessage() {}
 
 func (x *RuleProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5370,7 +5473,7 @@ func (x *RuleProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleProblem.ProtoReflect.Descriptor instead.
 func (*RuleProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RuleProblem) GetSource() *RuleSource {
@@ -5396,18 +5499,21 @@ func (x *RuleProblem) GetMessage() string {
 
 // ListRulesResponse lists the rules in force, deny first, then ask, then allow.
 type ListRulesResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Rules         []*PermissionRule      `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
-	Problems      []*RuleProblem         `protobuf:"bytes,2,rep,name=problems,proto3" json:"problems,omitempty"`
-	Trust         *TrustInfo             `protobuf:"bytes,3,opt,name=trust,proto3" json:"trust,omitempty"`
-	SessionId     string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Rules     []*PermissionRule      `protobuf:"bytes,1,rep,name=rules,proto3" json:"rules,omitempty"`
+	Problems  []*RuleProblem         `protobuf:"bytes,2,rep,name=problems,proto3" json:"problems,omitempty"`
+	Trust     *TrustInfo             `protobuf:"bytes,3,opt,name=trust,proto3" json:"trust,omitempty"`
+	SessionId string                 `protobuf:"bytes,4,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	// settings_problems are the settings files that do not parse: the rules
+	// of their last good version (none when they never parsed) are listed.
+	SettingsProblems []*SettingsProblem `protobuf:"bytes,5,rep,name=settings_problems,json=settingsProblems,proto3" json:"settings_problems,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ListRulesResponse) Reset() {
 	*x = ListRulesResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5419,7 +5525,7 @@ func (x *ListRulesResponse) String() string {
 func (*ListRulesResponse) ProtoMessage() {}
 
 func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5432,7 +5538,7 @@ func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *ListRulesResponse) GetRules() []*PermissionRule {
@@ -5463,6 +5569,13 @@ func (x *ListRulesResponse) GetSessionId() string {
 	return ""
 }
 
+func (x *ListRulesResponse) GetSettingsProblems() []*SettingsProblem {
+	if x != nil {
+		return x.SettingsProblems
+	}
+	return nil
+}
+
 // AuditRequest filters the audit log.
 type AuditRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -5476,7 +5589,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5488,7 +5601,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5501,7 +5614,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *AuditRequest) GetSessionId() string {
@@ -5545,7 +5658,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5557,7 +5670,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5570,7 +5683,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *AuditEntry) GetSessionId() string {
@@ -5674,7 +5787,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5686,7 +5799,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5699,7 +5812,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *AuditResponse) GetEntries() []*AuditEntry {
@@ -5723,7 +5836,7 @@ type TrustRequest struct {
 
 func (x *TrustRequest) Reset() {
 	*x = TrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5735,7 +5848,7 @@ func (x *TrustRequest) String() string {
 func (*TrustRequest) ProtoMessage() {}
 
 func (x *TrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5748,7 +5861,7 @@ func (x *TrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustRequest.ProtoReflect.Descriptor instead.
 func (*TrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *TrustRequest) GetDir() string {
@@ -5777,7 +5890,7 @@ type TrustResponse struct {
 
 func (x *TrustResponse) Reset() {
 	*x = TrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5789,7 +5902,7 @@ func (x *TrustResponse) String() string {
 func (*TrustResponse) ProtoMessage() {}
 
 func (x *TrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5802,7 +5915,7 @@ func (x *TrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustResponse.ProtoReflect.Descriptor instead.
 func (*TrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TrustResponse) GetDir() string {
@@ -5829,7 +5942,7 @@ type UntrustRequest struct {
 
 func (x *UntrustRequest) Reset() {
 	*x = UntrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5841,7 +5954,7 @@ func (x *UntrustRequest) String() string {
 func (*UntrustRequest) ProtoMessage() {}
 
 func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5854,7 +5967,7 @@ func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustRequest.ProtoReflect.Descriptor instead.
 func (*UntrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *UntrustRequest) GetDir() string {
@@ -5884,7 +5997,7 @@ type UntrustResponse struct {
 
 func (x *UntrustResponse) Reset() {
 	*x = UntrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5896,7 +6009,7 @@ func (x *UntrustResponse) String() string {
 func (*UntrustResponse) ProtoMessage() {}
 
 func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5909,7 +6022,7 @@ func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustResponse.ProtoReflect.Descriptor instead.
 func (*UntrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *UntrustResponse) GetDir() string {
@@ -5949,7 +6062,7 @@ type ListTrustedRequest struct {
 
 func (x *ListTrustedRequest) Reset() {
 	*x = ListTrustedRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5961,7 +6074,7 @@ func (x *ListTrustedRequest) String() string {
 func (*ListTrustedRequest) ProtoMessage() {}
 
 func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5974,7 +6087,7 @@ func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedRequest.ProtoReflect.Descriptor instead.
 func (*ListTrustedRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
 }
 
 // ListTrustedResponse lists the trusted directories, sorted.
@@ -5996,7 +6109,7 @@ type ListTrustedResponse struct {
 
 func (x *ListTrustedResponse) Reset() {
 	*x = ListTrustedResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6008,7 +6121,7 @@ func (x *ListTrustedResponse) String() string {
 func (*ListTrustedResponse) ProtoMessage() {}
 
 func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6021,7 +6134,7 @@ func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedResponse.ProtoReflect.Descriptor instead.
 func (*ListTrustedResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *ListTrustedResponse) GetDirs() []string {
@@ -6062,7 +6175,7 @@ type TrustedDir struct {
 
 func (x *TrustedDir) Reset() {
 	*x = TrustedDir{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6074,7 +6187,7 @@ func (x *TrustedDir) String() string {
 func (*TrustedDir) ProtoMessage() {}
 
 func (x *TrustedDir) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6087,7 +6200,7 @@ func (x *TrustedDir) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustedDir.ProtoReflect.Descriptor instead.
 func (*TrustedDir) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *TrustedDir) GetDir() string {
@@ -6121,8 +6234,9 @@ type McpServer struct {
 	Source string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
 	// transport: stdio, http or sse.
 	Transport string `protobuf:"bytes,4,opt,name=transport,proto3" json:"transport,omitempty"`
-	// state: pending, connecting, connected, failed, needs-approval,
-	// needs-auth or disabled.
+	// state: pending, connecting, connected, failed, needs-approval (an
+	// .mcp.json server nobody approved), needs-trust (a server from the
+	// files of a workspace that is not trusted), needs-auth or disabled.
 	State string `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
 	// error is the last error, if any.
 	Error     string `protobuf:"bytes,6,opt,name=error,proto3" json:"error,omitempty"`
@@ -6157,7 +6271,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6169,7 +6283,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6182,7 +6296,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *McpServer) GetName() string {
@@ -6351,7 +6465,7 @@ type McpProblem struct {
 
 func (x *McpProblem) Reset() {
 	*x = McpProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6363,7 +6477,7 @@ func (x *McpProblem) String() string {
 func (*McpProblem) ProtoMessage() {}
 
 func (x *McpProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6376,7 +6490,7 @@ func (x *McpProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpProblem.ProtoReflect.Descriptor instead.
 func (*McpProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *McpProblem) GetPath() string {
@@ -6413,7 +6527,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6425,7 +6539,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6438,7 +6552,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *ListMcpServersRequest) GetSessionId() string {
@@ -6473,7 +6587,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6485,7 +6599,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6498,7 +6612,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -6532,7 +6646,7 @@ type AddMcpServerRequest struct {
 
 func (x *AddMcpServerRequest) Reset() {
 	*x = AddMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6544,7 +6658,7 @@ func (x *AddMcpServerRequest) String() string {
 func (*AddMcpServerRequest) ProtoMessage() {}
 
 func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6557,7 +6671,7 @@ func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*AddMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AddMcpServerRequest) GetCwd() string {
@@ -6605,7 +6719,7 @@ type AddMcpServerResponse struct {
 
 func (x *AddMcpServerResponse) Reset() {
 	*x = AddMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6617,7 +6731,7 @@ func (x *AddMcpServerResponse) String() string {
 func (*AddMcpServerResponse) ProtoMessage() {}
 
 func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6630,7 +6744,7 @@ func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*AddMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AddMcpServerResponse) GetPath() string {
@@ -6653,7 +6767,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6665,7 +6779,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6678,7 +6792,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *RemoveMcpServerRequest) GetCwd() string {
@@ -6712,7 +6826,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6724,7 +6838,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6737,7 +6851,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RemoveMcpServerResponse) GetPath() string {
@@ -6759,7 +6873,7 @@ type ReconnectMcpServerRequest struct {
 
 func (x *ReconnectMcpServerRequest) Reset() {
 	*x = ReconnectMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6771,7 +6885,7 @@ func (x *ReconnectMcpServerRequest) String() string {
 func (*ReconnectMcpServerRequest) ProtoMessage() {}
 
 func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6784,7 +6898,7 @@ func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ReconnectMcpServerRequest) GetSessionId() string {
@@ -6818,7 +6932,7 @@ type ReconnectMcpServerResponse struct {
 
 func (x *ReconnectMcpServerResponse) Reset() {
 	*x = ReconnectMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6830,7 +6944,7 @@ func (x *ReconnectMcpServerResponse) String() string {
 func (*ReconnectMcpServerResponse) ProtoMessage() {}
 
 func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6843,7 +6957,7 @@ func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReconnectMcpServerResponse) GetServer() *McpServer {
@@ -6865,7 +6979,7 @@ type ApproveMcpServersRequest struct {
 
 func (x *ApproveMcpServersRequest) Reset() {
 	*x = ApproveMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6877,7 +6991,7 @@ func (x *ApproveMcpServersRequest) String() string {
 func (*ApproveMcpServersRequest) ProtoMessage() {}
 
 func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6890,7 +7004,7 @@ func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ApproveMcpServersRequest) GetCwd() string {
@@ -6916,15 +7030,18 @@ func (x *ApproveMcpServersRequest) GetAll() bool {
 
 // ApproveMcpServersResponse tells where the approval was written.
 type ApproveMcpServersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// trust is the workspace trust of cwd: servers from the files of a
+	// workspace that is not trusted stay needs-trust, approved or not.
+	Trust         *TrustInfo `protobuf:"bytes,2,opt,name=trust,proto3" json:"trust,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ApproveMcpServersResponse) Reset() {
 	*x = ApproveMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6936,7 +7053,7 @@ func (x *ApproveMcpServersResponse) String() string {
 func (*ApproveMcpServersResponse) ProtoMessage() {}
 
 func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6949,7 +7066,7 @@ func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ApproveMcpServersResponse) GetPath() string {
@@ -6957,6 +7074,13 @@ func (x *ApproveMcpServersResponse) GetPath() string {
 		return x.Path
 	}
 	return ""
+}
+
+func (x *ApproveMcpServersResponse) GetTrust() *TrustInfo {
+	if x != nil {
+		return x.Trust
+	}
+	return nil
 }
 
 // ReadMcpLogsRequest names the server; tail_bytes bounds the answer (default 64 KiB).
@@ -6972,7 +7096,7 @@ type ReadMcpLogsRequest struct {
 
 func (x *ReadMcpLogsRequest) Reset() {
 	*x = ReadMcpLogsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6984,7 +7108,7 @@ func (x *ReadMcpLogsRequest) String() string {
 func (*ReadMcpLogsRequest) ProtoMessage() {}
 
 func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6997,7 +7121,7 @@ func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ReadMcpLogsRequest) GetSessionId() string {
@@ -7041,7 +7165,7 @@ type ReadMcpLogsResponse struct {
 
 func (x *ReadMcpLogsResponse) Reset() {
 	*x = ReadMcpLogsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7053,7 +7177,7 @@ func (x *ReadMcpLogsResponse) String() string {
 func (*ReadMcpLogsResponse) ProtoMessage() {}
 
 func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7066,7 +7190,7 @@ func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReadMcpLogsResponse) GetPath() string {
@@ -7102,7 +7226,7 @@ type McpPromptArgument struct {
 
 func (x *McpPromptArgument) Reset() {
 	*x = McpPromptArgument{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7114,7 +7238,7 @@ func (x *McpPromptArgument) String() string {
 func (*McpPromptArgument) ProtoMessage() {}
 
 func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7127,7 +7251,7 @@ func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPromptArgument.ProtoReflect.Descriptor instead.
 func (*McpPromptArgument) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *McpPromptArgument) GetName() string {
@@ -7166,7 +7290,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7178,7 +7302,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7191,7 +7315,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *McpPrompt) GetName() string {
@@ -7241,7 +7365,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7253,7 +7377,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7266,7 +7390,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *ListMcpPromptsRequest) GetSessionId() string {
@@ -7300,7 +7424,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7312,7 +7436,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7325,7 +7449,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -7349,7 +7473,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7361,7 +7485,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7374,7 +7498,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *GetPromptRequest) GetSessionId() string {
@@ -7424,7 +7548,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7436,7 +7560,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7449,7 +7573,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -7477,7 +7601,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7489,7 +7613,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7502,7 +7626,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -7531,7 +7655,7 @@ type LoadToolsRequest struct {
 
 func (x *LoadToolsRequest) Reset() {
 	*x = LoadToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7543,7 +7667,7 @@ func (x *LoadToolsRequest) String() string {
 func (*LoadToolsRequest) ProtoMessage() {}
 
 func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7556,7 +7680,7 @@ func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsRequest.ProtoReflect.Descriptor instead.
 func (*LoadToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *LoadToolsRequest) GetSessionId() string {
@@ -7595,7 +7719,7 @@ type LoadToolsResponse struct {
 
 func (x *LoadToolsResponse) Reset() {
 	*x = LoadToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7607,7 +7731,7 @@ func (x *LoadToolsResponse) String() string {
 func (*LoadToolsResponse) ProtoMessage() {}
 
 func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7620,7 +7744,7 @@ func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsResponse.ProtoReflect.Descriptor instead.
 func (*LoadToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *LoadToolsResponse) GetLoaded() []string {
@@ -7673,7 +7797,7 @@ type SkillInfo struct {
 
 func (x *SkillInfo) Reset() {
 	*x = SkillInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7685,7 +7809,7 @@ func (x *SkillInfo) String() string {
 func (*SkillInfo) ProtoMessage() {}
 
 func (x *SkillInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7698,7 +7822,7 @@ func (x *SkillInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
 func (*SkillInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *SkillInfo) GetName() string {
@@ -7826,7 +7950,7 @@ type SkillProblem struct {
 
 func (x *SkillProblem) Reset() {
 	*x = SkillProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7838,7 +7962,7 @@ func (x *SkillProblem) String() string {
 func (*SkillProblem) ProtoMessage() {}
 
 func (x *SkillProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7851,7 +7975,7 @@ func (x *SkillProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
 func (*SkillProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *SkillProblem) GetPath() string {
@@ -7895,7 +8019,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7907,7 +8031,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7920,7 +8044,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *ListSkillsRequest) GetSessionId() string {
@@ -7955,7 +8079,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7967,7 +8091,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7980,7 +8104,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
@@ -8009,7 +8133,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8021,7 +8145,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8034,7 +8158,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *GetSkillRequest) GetSessionId() string {
@@ -8069,7 +8193,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8081,7 +8205,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8094,7 +8218,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *GetSkillResponse) GetSkill() *SkillInfo {
@@ -8128,7 +8252,7 @@ type RenderSkillRequest struct {
 
 func (x *RenderSkillRequest) Reset() {
 	*x = RenderSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8140,7 +8264,7 @@ func (x *RenderSkillRequest) String() string {
 func (*RenderSkillRequest) ProtoMessage() {}
 
 func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8153,7 +8277,7 @@ func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillRequest.ProtoReflect.Descriptor instead.
 func (*RenderSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *RenderSkillRequest) GetSessionId() string {
@@ -8211,7 +8335,7 @@ type RenderSkillResponse struct {
 
 func (x *RenderSkillResponse) Reset() {
 	*x = RenderSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8223,7 +8347,7 @@ func (x *RenderSkillResponse) String() string {
 func (*RenderSkillResponse) ProtoMessage() {}
 
 func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8236,7 +8360,7 @@ func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillResponse.ProtoReflect.Descriptor instead.
 func (*RenderSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *RenderSkillResponse) GetText() string {
@@ -8303,7 +8427,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8315,7 +8439,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8328,7 +8452,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{108}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -8413,7 +8537,7 @@ type PromptImage struct {
 
 func (x *PromptImage) Reset() {
 	*x = PromptImage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8425,7 +8549,7 @@ func (x *PromptImage) String() string {
 func (*PromptImage) ProtoMessage() {}
 
 func (x *PromptImage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8438,7 +8562,7 @@ func (x *PromptImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptImage.ProtoReflect.Descriptor instead.
 func (*PromptImage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{109}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *PromptImage) GetMediaType() string {
@@ -8468,7 +8592,7 @@ type PromptAccepted struct {
 
 func (x *PromptAccepted) Reset() {
 	*x = PromptAccepted{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8480,7 +8604,7 @@ func (x *PromptAccepted) String() string {
 func (*PromptAccepted) ProtoMessage() {}
 
 func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8493,7 +8617,7 @@ func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptAccepted.ProtoReflect.Descriptor instead.
 func (*PromptAccepted) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{110}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *PromptAccepted) GetRef() string {
@@ -8617,7 +8741,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x06origin\x18\x02 \x01(\tR\x06origin\x12\x16\n" +
 	"\x06source\x18\x03 \x01(\tR\x06source\x12\x14\n" +
 	"\x05scope\x18\x04 \x01(\tR\x05scope\x12\x18\n" +
-	"\amissing\x18\x05 \x01(\bR\amissing\"\xe3\x03\n" +
+	"\amissing\x18\x05 \x01(\bR\amissing\"\xac\x04\n" +
 	"\bSnapshot\x12,\n" +
 	"\asession\x18\x01 \x01(\v2\x12.tackle.v1.SessionR\asession\x12M\n" +
 	"\x13pending_permissions\x18\x02 \x03(\v2\x1c.tackle.v1.PermissionRequestR\x12pendingPermissions\x12;\n" +
@@ -8627,7 +8751,14 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x06prompt\x18\x06 \x01(\v2\x15.tackle.v1.PromptInfoR\x06prompt\x12!\n" +
 	"\fpartial_text\x18\a \x01(\tR\vpartialText\x12<\n" +
 	"\x0equeued_prompts\x18\b \x03(\v2\x15.tackle.v1.PromptInfoR\rqueuedPrompts\x12-\n" +
-	"\bmcp_auth\x18\t \x03(\v2\x12.tackle.v1.McpAuthR\amcpAuth\"e\n" +
+	"\bmcp_auth\x18\t \x03(\v2\x12.tackle.v1.McpAuthR\amcpAuth\x12G\n" +
+	"\x11settings_problems\x18\n" +
+	" \x03(\v2\x1a.tackle.v1.SettingsProblemR\x10settingsProblems\"k\n" +
+	"\x0fSettingsProblem\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04line\x18\x02 \x01(\x05R\x04line\x12\x16\n" +
+	"\x06column\x18\x03 \x01(\x05R\x06column\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"e\n" +
 	"\tTrustInfo\x12\x10\n" +
 	"\x03dir\x18\x01 \x01(\tR\x03dir\x12\x18\n" +
 	"\atrusted\x18\x02 \x01(\bR\atrusted\x12\x18\n" +
@@ -8871,8 +9002,9 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"clientName\"P\n" +
 	"\x18AnswerPermissionResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x0f\n" +
-	"\rStatusRequest\"\xd9\x02\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"!\n" +
+	"\rStatusRequest\x12\x10\n" +
+	"\x03cwd\x18\x01 \x01(\tR\x03cwd\"\xa2\x03\n" +
 	"\x0eStatusResponse\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12\x19\n" +
 	"\bbuild_id\x18\x02 \x01(\tR\abuildId\x12\x10\n" +
@@ -8887,7 +9019,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	" \x01(\tR\fpreviousExit\x12\x1e\n" +
 	"\n" +
 	"goroutines\x18\v \x01(\x05R\n" +
-	"goroutines\"\x11\n" +
+	"goroutines\x12G\n" +
+	"\x11settings_problems\x18\f \x03(\v2\x1a.tackle.v1.SettingsProblemR\x10settingsProblems\"\x11\n" +
 	"\x0fShutdownRequest\"\x12\n" +
 	"\x10ShutdownResponse\"2\n" +
 	"\x11ListShellsRequest\x12\x1d\n" +
@@ -8961,13 +9094,14 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\vRuleProblem\x12-\n" +
 	"\x06source\x18\x01 \x01(\v2\x15.tackle.v1.RuleSourceR\x06source\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\xc3\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x8c\x02\n" +
 	"\x11ListRulesResponse\x12/\n" +
 	"\x05rules\x18\x01 \x03(\v2\x19.tackle.v1.PermissionRuleR\x05rules\x122\n" +
 	"\bproblems\x18\x02 \x03(\v2\x16.tackle.v1.RuleProblemR\bproblems\x12*\n" +
 	"\x05trust\x18\x03 \x01(\v2\x14.tackle.v1.TrustInfoR\x05trust\x12\x1d\n" +
 	"\n" +
-	"session_id\x18\x04 \x01(\tR\tsessionId\"C\n" +
+	"session_id\x18\x04 \x01(\tR\tsessionId\x12G\n" +
+	"\x11settings_problems\x18\x05 \x03(\v2\x1a.tackle.v1.SettingsProblemR\x10settingsProblems\"C\n" +
 	"\fAuditRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x14\n" +
@@ -9084,9 +9218,10 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x18ApproveMcpServersRequest\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12\x14\n" +
 	"\x05names\x18\x02 \x03(\tR\x05names\x12\x10\n" +
-	"\x03all\x18\x03 \x01(\bR\x03all\"/\n" +
+	"\x03all\x18\x03 \x01(\bR\x03all\"[\n" +
 	"\x19ApproveMcpServersResponse\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"x\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12*\n" +
+	"\x05trust\x18\x02 \x01(\v2\x14.tackle.v1.TrustInfoR\x05trust\"x\n" +
 	"\x12ReadMcpLogsRequest\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x10\n" +
@@ -9278,7 +9413,7 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 112)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
@@ -9298,104 +9433,105 @@ var file_tackle_v1_tackle_proto_goTypes = []any{
 	(*Session)(nil),                        // 15: tackle.v1.Session
 	(*WorkingDirectory)(nil),               // 16: tackle.v1.WorkingDirectory
 	(*Snapshot)(nil),                       // 17: tackle.v1.Snapshot
-	(*TrustInfo)(nil),                      // 18: tackle.v1.TrustInfo
-	(*BackgroundShell)(nil),                // 19: tackle.v1.BackgroundShell
-	(*RunningCall)(nil),                    // 20: tackle.v1.RunningCall
-	(*ContentBlock)(nil),                   // 21: tackle.v1.ContentBlock
-	(*ToolResult)(nil),                     // 22: tackle.v1.ToolResult
-	(*PermissionRequest)(nil),              // 23: tackle.v1.PermissionRequest
-	(*AgentRef)(nil),                       // 24: tackle.v1.AgentRef
-	(*AgentLink)(nil),                      // 25: tackle.v1.AgentLink
-	(*Subagent)(nil),                       // 26: tackle.v1.Subagent
-	(*PermissionOption)(nil),               // 27: tackle.v1.PermissionOption
-	(*PermissionResolved)(nil),             // 28: tackle.v1.PermissionResolved
-	(*HookRun)(nil),                        // 29: tackle.v1.HookRun
-	(*Event)(nil),                          // 30: tackle.v1.Event
-	(*McpAuth)(nil),                        // 31: tackle.v1.McpAuth
-	(*PromptInfo)(nil),                     // 32: tackle.v1.PromptInfo
-	(*Usage)(nil),                          // 33: tackle.v1.Usage
-	(*AssistantDelta)(nil),                 // 34: tackle.v1.AssistantDelta
-	(*ModelRetry)(nil),                     // 35: tackle.v1.ModelRetry
-	(*CreateSessionRequest)(nil),           // 36: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),          // 37: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),            // 38: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),           // 39: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),              // 40: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),             // 41: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),           // 42: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),          // 43: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),                 // 44: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                       // 45: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),               // 46: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),              // 47: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),        // 48: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil),       // 49: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),                  // 50: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 51: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),                // 52: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),               // 53: tackle.v1.ShutdownResponse
-	(*ListShellsRequest)(nil),              // 54: tackle.v1.ListShellsRequest
-	(*ListShellsResponse)(nil),             // 55: tackle.v1.ListShellsResponse
-	(*ReadShellOutputRequest)(nil),         // 56: tackle.v1.ReadShellOutputRequest
-	(*ReadShellOutputResponse)(nil),        // 57: tackle.v1.ReadShellOutputResponse
-	(*KillShellRequest)(nil),               // 58: tackle.v1.KillShellRequest
-	(*KillShellResponse)(nil),              // 59: tackle.v1.KillShellResponse
-	(*ListPendingPermissionsRequest)(nil),  // 60: tackle.v1.ListPendingPermissionsRequest
-	(*ListPendingPermissionsResponse)(nil), // 61: tackle.v1.ListPendingPermissionsResponse
-	(*ExplainRequest)(nil),                 // 62: tackle.v1.ExplainRequest
-	(*RuleSource)(nil),                     // 63: tackle.v1.RuleSource
-	(*ExplainStep)(nil),                    // 64: tackle.v1.ExplainStep
-	(*ExplainResponse)(nil),                // 65: tackle.v1.ExplainResponse
-	(*ListRulesRequest)(nil),               // 66: tackle.v1.ListRulesRequest
-	(*PermissionRule)(nil),                 // 67: tackle.v1.PermissionRule
-	(*RuleProblem)(nil),                    // 68: tackle.v1.RuleProblem
-	(*ListRulesResponse)(nil),              // 69: tackle.v1.ListRulesResponse
-	(*AuditRequest)(nil),                   // 70: tackle.v1.AuditRequest
-	(*AuditEntry)(nil),                     // 71: tackle.v1.AuditEntry
-	(*AuditResponse)(nil),                  // 72: tackle.v1.AuditResponse
-	(*TrustRequest)(nil),                   // 73: tackle.v1.TrustRequest
-	(*TrustResponse)(nil),                  // 74: tackle.v1.TrustResponse
-	(*UntrustRequest)(nil),                 // 75: tackle.v1.UntrustRequest
-	(*UntrustResponse)(nil),                // 76: tackle.v1.UntrustResponse
-	(*ListTrustedRequest)(nil),             // 77: tackle.v1.ListTrustedRequest
-	(*ListTrustedResponse)(nil),            // 78: tackle.v1.ListTrustedResponse
-	(*TrustedDir)(nil),                     // 79: tackle.v1.TrustedDir
-	(*McpServer)(nil),                      // 80: tackle.v1.McpServer
-	(*McpProblem)(nil),                     // 81: tackle.v1.McpProblem
-	(*ListMcpServersRequest)(nil),          // 82: tackle.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),         // 83: tackle.v1.ListMcpServersResponse
-	(*AddMcpServerRequest)(nil),            // 84: tackle.v1.AddMcpServerRequest
-	(*AddMcpServerResponse)(nil),           // 85: tackle.v1.AddMcpServerResponse
-	(*RemoveMcpServerRequest)(nil),         // 86: tackle.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil),        // 87: tackle.v1.RemoveMcpServerResponse
-	(*ReconnectMcpServerRequest)(nil),      // 88: tackle.v1.ReconnectMcpServerRequest
-	(*ReconnectMcpServerResponse)(nil),     // 89: tackle.v1.ReconnectMcpServerResponse
-	(*ApproveMcpServersRequest)(nil),       // 90: tackle.v1.ApproveMcpServersRequest
-	(*ApproveMcpServersResponse)(nil),      // 91: tackle.v1.ApproveMcpServersResponse
-	(*ReadMcpLogsRequest)(nil),             // 92: tackle.v1.ReadMcpLogsRequest
-	(*ReadMcpLogsResponse)(nil),            // 93: tackle.v1.ReadMcpLogsResponse
-	(*McpPromptArgument)(nil),              // 94: tackle.v1.McpPromptArgument
-	(*McpPrompt)(nil),                      // 95: tackle.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),          // 96: tackle.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),         // 97: tackle.v1.ListMcpPromptsResponse
-	(*GetPromptRequest)(nil),               // 98: tackle.v1.GetPromptRequest
-	(*PromptMessage)(nil),                  // 99: tackle.v1.PromptMessage
-	(*GetPromptResponse)(nil),              // 100: tackle.v1.GetPromptResponse
-	(*LoadToolsRequest)(nil),               // 101: tackle.v1.LoadToolsRequest
-	(*LoadToolsResponse)(nil),              // 102: tackle.v1.LoadToolsResponse
-	(*SkillInfo)(nil),                      // 103: tackle.v1.SkillInfo
-	(*SkillProblem)(nil),                   // 104: tackle.v1.SkillProblem
-	(*ListSkillsRequest)(nil),              // 105: tackle.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),             // 106: tackle.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),                // 107: tackle.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),               // 108: tackle.v1.GetSkillResponse
-	(*RenderSkillRequest)(nil),             // 109: tackle.v1.RenderSkillRequest
-	(*RenderSkillResponse)(nil),            // 110: tackle.v1.RenderSkillResponse
-	(*PromptRequest)(nil),                  // 111: tackle.v1.PromptRequest
-	(*PromptImage)(nil),                    // 112: tackle.v1.PromptImage
-	(*PromptAccepted)(nil),                 // 113: tackle.v1.PromptAccepted
-	nil,                                    // 114: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 115: google.protobuf.Timestamp
+	(*SettingsProblem)(nil),                // 18: tackle.v1.SettingsProblem
+	(*TrustInfo)(nil),                      // 19: tackle.v1.TrustInfo
+	(*BackgroundShell)(nil),                // 20: tackle.v1.BackgroundShell
+	(*RunningCall)(nil),                    // 21: tackle.v1.RunningCall
+	(*ContentBlock)(nil),                   // 22: tackle.v1.ContentBlock
+	(*ToolResult)(nil),                     // 23: tackle.v1.ToolResult
+	(*PermissionRequest)(nil),              // 24: tackle.v1.PermissionRequest
+	(*AgentRef)(nil),                       // 25: tackle.v1.AgentRef
+	(*AgentLink)(nil),                      // 26: tackle.v1.AgentLink
+	(*Subagent)(nil),                       // 27: tackle.v1.Subagent
+	(*PermissionOption)(nil),               // 28: tackle.v1.PermissionOption
+	(*PermissionResolved)(nil),             // 29: tackle.v1.PermissionResolved
+	(*HookRun)(nil),                        // 30: tackle.v1.HookRun
+	(*Event)(nil),                          // 31: tackle.v1.Event
+	(*McpAuth)(nil),                        // 32: tackle.v1.McpAuth
+	(*PromptInfo)(nil),                     // 33: tackle.v1.PromptInfo
+	(*Usage)(nil),                          // 34: tackle.v1.Usage
+	(*AssistantDelta)(nil),                 // 35: tackle.v1.AssistantDelta
+	(*ModelRetry)(nil),                     // 36: tackle.v1.ModelRetry
+	(*CreateSessionRequest)(nil),           // 37: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),          // 38: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),            // 39: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),           // 40: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),              // 41: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),             // 42: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),           // 43: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),          // 44: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),                 // 45: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                       // 46: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),               // 47: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),              // 48: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),        // 49: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),       // 50: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),                  // 51: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 52: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),                // 53: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),               // 54: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),              // 55: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),             // 56: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),         // 57: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),        // 58: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),               // 59: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),              // 60: tackle.v1.KillShellResponse
+	(*ListPendingPermissionsRequest)(nil),  // 61: tackle.v1.ListPendingPermissionsRequest
+	(*ListPendingPermissionsResponse)(nil), // 62: tackle.v1.ListPendingPermissionsResponse
+	(*ExplainRequest)(nil),                 // 63: tackle.v1.ExplainRequest
+	(*RuleSource)(nil),                     // 64: tackle.v1.RuleSource
+	(*ExplainStep)(nil),                    // 65: tackle.v1.ExplainStep
+	(*ExplainResponse)(nil),                // 66: tackle.v1.ExplainResponse
+	(*ListRulesRequest)(nil),               // 67: tackle.v1.ListRulesRequest
+	(*PermissionRule)(nil),                 // 68: tackle.v1.PermissionRule
+	(*RuleProblem)(nil),                    // 69: tackle.v1.RuleProblem
+	(*ListRulesResponse)(nil),              // 70: tackle.v1.ListRulesResponse
+	(*AuditRequest)(nil),                   // 71: tackle.v1.AuditRequest
+	(*AuditEntry)(nil),                     // 72: tackle.v1.AuditEntry
+	(*AuditResponse)(nil),                  // 73: tackle.v1.AuditResponse
+	(*TrustRequest)(nil),                   // 74: tackle.v1.TrustRequest
+	(*TrustResponse)(nil),                  // 75: tackle.v1.TrustResponse
+	(*UntrustRequest)(nil),                 // 76: tackle.v1.UntrustRequest
+	(*UntrustResponse)(nil),                // 77: tackle.v1.UntrustResponse
+	(*ListTrustedRequest)(nil),             // 78: tackle.v1.ListTrustedRequest
+	(*ListTrustedResponse)(nil),            // 79: tackle.v1.ListTrustedResponse
+	(*TrustedDir)(nil),                     // 80: tackle.v1.TrustedDir
+	(*McpServer)(nil),                      // 81: tackle.v1.McpServer
+	(*McpProblem)(nil),                     // 82: tackle.v1.McpProblem
+	(*ListMcpServersRequest)(nil),          // 83: tackle.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),         // 84: tackle.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),            // 85: tackle.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),           // 86: tackle.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),         // 87: tackle.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),        // 88: tackle.v1.RemoveMcpServerResponse
+	(*ReconnectMcpServerRequest)(nil),      // 89: tackle.v1.ReconnectMcpServerRequest
+	(*ReconnectMcpServerResponse)(nil),     // 90: tackle.v1.ReconnectMcpServerResponse
+	(*ApproveMcpServersRequest)(nil),       // 91: tackle.v1.ApproveMcpServersRequest
+	(*ApproveMcpServersResponse)(nil),      // 92: tackle.v1.ApproveMcpServersResponse
+	(*ReadMcpLogsRequest)(nil),             // 93: tackle.v1.ReadMcpLogsRequest
+	(*ReadMcpLogsResponse)(nil),            // 94: tackle.v1.ReadMcpLogsResponse
+	(*McpPromptArgument)(nil),              // 95: tackle.v1.McpPromptArgument
+	(*McpPrompt)(nil),                      // 96: tackle.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),          // 97: tackle.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),         // 98: tackle.v1.ListMcpPromptsResponse
+	(*GetPromptRequest)(nil),               // 99: tackle.v1.GetPromptRequest
+	(*PromptMessage)(nil),                  // 100: tackle.v1.PromptMessage
+	(*GetPromptResponse)(nil),              // 101: tackle.v1.GetPromptResponse
+	(*LoadToolsRequest)(nil),               // 102: tackle.v1.LoadToolsRequest
+	(*LoadToolsResponse)(nil),              // 103: tackle.v1.LoadToolsResponse
+	(*SkillInfo)(nil),                      // 104: tackle.v1.SkillInfo
+	(*SkillProblem)(nil),                   // 105: tackle.v1.SkillProblem
+	(*ListSkillsRequest)(nil),              // 106: tackle.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),             // 107: tackle.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),                // 108: tackle.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),               // 109: tackle.v1.GetSkillResponse
+	(*RenderSkillRequest)(nil),             // 110: tackle.v1.RenderSkillRequest
+	(*RenderSkillResponse)(nil),            // 111: tackle.v1.RenderSkillResponse
+	(*PromptRequest)(nil),                  // 112: tackle.v1.PromptRequest
+	(*PromptImage)(nil),                    // 113: tackle.v1.PromptImage
+	(*PromptAccepted)(nil),                 // 114: tackle.v1.PromptAccepted
+	nil,                                    // 115: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 116: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
@@ -9404,154 +9540,158 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	11,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
 	12,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
 	13,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
-	111, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
+	112, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
 	6,   // 7: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
 	17,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	30,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	31,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
 	10,  // 10: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
 	14,  // 11: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
-	113, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
+	114, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
 	0,   // 13: tackle.v1.Hello.role:type_name -> tackle.v1.Role
 	0,   // 14: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
 	8,   // 15: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
 	1,   // 16: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
 	2,   // 17: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	115, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	115, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	25,  // 20: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
+	116, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	116, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	26,  // 20: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
 	16,  // 21: tackle.v1.Session.settings_directories:type_name -> tackle.v1.WorkingDirectory
 	15,  // 22: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	23,  // 23: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	20,  // 24: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	19,  // 25: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	18,  // 26: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	32,  // 27: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
-	32,  // 28: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
-	31,  // 29: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
-	115, // 30: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	115, // 31: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	21,  // 32: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	115, // 33: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	27,  // 34: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	24,  // 35: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
-	115, // 36: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
-	2,   // 37: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	115, // 38: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,   // 39: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	22,  // 40: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	23,  // 41: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	28,  // 42: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15,  // 43: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	19,  // 44: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	29,  // 45: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	32,  // 46: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
-	34,  // 47: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
-	35,  // 48: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
-	26,  // 49: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
-	31,  // 50: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
-	33,  // 51: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
-	15,  // 52: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15,  // 53: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15,  // 54: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	44,  // 55: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	45,  // 56: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12,  // 57: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	19,  // 58: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	19,  // 59: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	19,  // 60: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	23,  // 61: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	63,  // 62: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	64,  // 63: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	16,  // 64: tackle.v1.ExplainResponse.working_directories:type_name -> tackle.v1.WorkingDirectory
-	63,  // 65: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	63,  // 66: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	67,  // 67: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	68,  // 68: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	18,  // 69: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	115, // 70: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	71,  // 71: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	79,  // 72: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
-	115, // 73: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	115, // 74: tackle.v1.McpServer.retry_at:type_name -> google.protobuf.Timestamp
-	80,  // 75: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	81,  // 76: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	80,  // 77: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	94,  // 78: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	95,  // 79: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	114, // 80: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	21,  // 81: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	99,  // 82: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	103, // 83: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	104, // 84: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	103, // 85: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	112, // 86: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
-	3,   // 87: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	36,  // 88: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	38,  // 89: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	40,  // 90: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	42,  // 91: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	46,  // 92: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	48,  // 93: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	50,  // 94: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	52,  // 95: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	54,  // 96: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	56,  // 97: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	58,  // 98: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	60,  // 99: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	62,  // 100: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	66,  // 101: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	70,  // 102: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	73,  // 103: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	75,  // 104: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	77,  // 105: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	82,  // 106: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	84,  // 107: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	86,  // 108: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	88,  // 109: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	90,  // 110: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	92,  // 111: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	96,  // 112: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	98,  // 113: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	101, // 114: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	105, // 115: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	107, // 116: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	109, // 117: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 118: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	37,  // 119: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	39,  // 120: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	41,  // 121: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	43,  // 122: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	47,  // 123: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	49,  // 124: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	51,  // 125: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	53,  // 126: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	55,  // 127: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	57,  // 128: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	59,  // 129: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	61,  // 130: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	65,  // 131: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	69,  // 132: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	72,  // 133: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	74,  // 134: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	76,  // 135: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	78,  // 136: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	83,  // 137: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	85,  // 138: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	87,  // 139: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	89,  // 140: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	91,  // 141: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	93,  // 142: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	97,  // 143: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	100, // 144: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	102, // 145: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	106, // 146: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	108, // 147: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	110, // 148: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	118, // [118:149] is the sub-list for method output_type
-	87,  // [87:118] is the sub-list for method input_type
-	87,  // [87:87] is the sub-list for extension type_name
-	87,  // [87:87] is the sub-list for extension extendee
-	0,   // [0:87] is the sub-list for field type_name
+	24,  // 23: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	21,  // 24: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	20,  // 25: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	19,  // 26: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	33,  // 27: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	33,  // 28: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	32,  // 29: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
+	18,  // 30: tackle.v1.Snapshot.settings_problems:type_name -> tackle.v1.SettingsProblem
+	116, // 31: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	116, // 32: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	22,  // 33: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	116, // 34: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	28,  // 35: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	25,  // 36: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
+	116, // 37: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
+	2,   // 38: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	116, // 39: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	8,   // 40: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	23,  // 41: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	24,  // 42: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	29,  // 43: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	15,  // 44: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	20,  // 45: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	30,  // 46: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	33,  // 47: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	35,  // 48: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	36,  // 49: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	27,  // 50: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
+	32,  // 51: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
+	34,  // 52: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	15,  // 53: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	15,  // 54: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	15,  // 55: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	45,  // 56: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	46,  // 57: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	12,  // 58: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	18,  // 59: tackle.v1.StatusResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
+	20,  // 60: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	20,  // 61: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	20,  // 62: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	24,  // 63: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	64,  // 64: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	65,  // 65: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	16,  // 66: tackle.v1.ExplainResponse.working_directories:type_name -> tackle.v1.WorkingDirectory
+	64,  // 67: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	64,  // 68: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	68,  // 69: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	69,  // 70: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	19,  // 71: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	18,  // 72: tackle.v1.ListRulesResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
+	116, // 73: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	72,  // 74: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	80,  // 75: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
+	116, // 76: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	116, // 77: tackle.v1.McpServer.retry_at:type_name -> google.protobuf.Timestamp
+	81,  // 78: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	82,  // 79: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	81,  // 80: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	19,  // 81: tackle.v1.ApproveMcpServersResponse.trust:type_name -> tackle.v1.TrustInfo
+	95,  // 82: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	96,  // 83: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	115, // 84: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	22,  // 85: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	100, // 86: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	104, // 87: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	105, // 88: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	104, // 89: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	113, // 90: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 91: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	37,  // 92: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	39,  // 93: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	41,  // 94: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	43,  // 95: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	47,  // 96: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	49,  // 97: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	51,  // 98: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	53,  // 99: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	55,  // 100: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	57,  // 101: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	59,  // 102: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	61,  // 103: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	63,  // 104: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	67,  // 105: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	71,  // 106: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	74,  // 107: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	76,  // 108: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	78,  // 109: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	83,  // 110: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	85,  // 111: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	87,  // 112: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	89,  // 113: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	91,  // 114: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	93,  // 115: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	97,  // 116: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	99,  // 117: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	102, // 118: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	106, // 119: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	108, // 120: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	110, // 121: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 122: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	38,  // 123: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	40,  // 124: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	42,  // 125: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	44,  // 126: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	48,  // 127: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	50,  // 128: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	52,  // 129: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	54,  // 130: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	56,  // 131: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	58,  // 132: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	60,  // 133: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	62,  // 134: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	66,  // 135: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	70,  // 136: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	73,  // 137: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	75,  // 138: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	77,  // 139: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	79,  // 140: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	84,  // 141: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	86,  // 142: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	88,  // 143: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	90,  // 144: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	92,  // 145: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	94,  // 146: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	98,  // 147: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	101, // 148: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	103, // 149: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	107, // 150: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	109, // 151: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	111, // 152: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	122, // [122:153] is the sub-list for method output_type
+	91,  // [91:122] is the sub-list for method input_type
+	91,  // [91:91] is the sub-list for extension type_name
+	91,  // [91:91] is the sub-list for extension extendee
+	0,   // [0:91] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -9582,7 +9722,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   112,
+			NumMessages:   113,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
