@@ -275,6 +275,9 @@ func (l *Loader) editJSONFile(path string, mode fs.FileMode, edit func(top *json
 	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return fmt.Errorf("creating %q: %w", filepath.Dir(path), err)
 	}
+	// Best effort: the file is written whether or not git can be told to
+	// ignore it.
+	_ = KeepOutOfGit(path)
 	unlock, err := LockFile(path + ".lock")
 	if err != nil {
 		return err

@@ -81,6 +81,9 @@ func SaveRules(scope string, rules []string, projectRoot, configHome string) (pa
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %q: %w", dir, err)
 	}
+	// Best effort: the rules are saved whether or not git can be told to
+	// ignore the file.
+	_ = config.KeepOutOfGit(path)
 	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return "", fmt.Errorf("opening lock file: %w", err)
