@@ -86,6 +86,7 @@ type writer struct {
 	maxQueued, maxQueuedBytes              int
 
 	mu       sync.Mutex // guards the fields below
+	room     *sync.Cond // on mu: the queue has room, or the database fails
 	queue    []*write
 	inflight []*write // the batch being committed (or retried)
 	running  bool
@@ -126,11 +127,13 @@ type write struct {
 const linger = 2 * time.Millisecond
 
 func newWriter(st *store.Store, log hclog.Logger) *writer {
-	return &writer{
+	wr := &writer{
 		st: st, log: log, wake: make(chan struct{}, 1), stopped: make(chan struct{}),
 		retryLocked: retryLocked, retryFailing: retryFailing, retryBroken: retryBroken,
 		maxQueued: maxQueued, maxQueuedBytes: maxQueuedBytes,
 	}
+	wr.room = sync.NewCond(&wr.mu)
+	return wr
 }
 
 // durable reports whether an event of type t is stored before it is
@@ -184,7 +187,20 @@ func (wr *writer) enqueueWrite(it *write) *write {
 		close(it.done)
 		return it
 	}
-	if n := len(wr.queue) + len(wr.inflight); (n >= wr.maxQueued || wr.queuedBytes+it.size > wr.maxQueuedBytes) && !isMarker(it.w) {
+	// A full queue while the database takes writes (only slower than
+	// they come) holds the caller back until there is room.
+	for wr.fullLocked(it) && !wr.closed && wr.failing == nil && wr.broken == nil {
+		wr.room.Wait()
+	}
+	if wr.closed {
+		wr.mu.Unlock()
+		it.rejected = true
+		it.err = errWriterClosed
+		close(it.done)
+		return it
+	}
+	if wr.fullLocked(it) {
+		n := len(wr.queue) + len(wr.inflight)
 		it.err = wr.overflowLocked(n)
 		first := !wr.overflowing
 		wr.overflowing = true
@@ -230,6 +246,14 @@ func (it *write) wait() error {
 // flush waits until everything queued before it is stored.
 func (wr *writer) flush() error {
 	return wr.enqueue(store.Write{}, true).wait()
+}
+
+// fullLocked reports whether the queue has no room for it: it holds
+// maxQueued writes, or it would pass maxQueuedBytes (a write larger than
+// that fits an empty queue). A flush marker always fits. wr.mu is held.
+func (wr *writer) fullLocked(it *write) bool {
+	n := len(wr.queue) + len(wr.inflight)
+	return !isMarker(it.w) && n > 0 && (n >= wr.maxQueued || wr.queuedBytes+it.size > wr.maxQueuedBytes)
 }
 
 // overflowLocked records that a write was not queued, n being queued,
@@ -293,6 +317,7 @@ func (wr *writer) close() {
 	}
 	wr.closed = true
 	running := wr.running
+	wr.room.Broadcast()
 	wr.mu.Unlock()
 	select {
 	case wr.wake <- struct{}{}:
@@ -359,10 +384,14 @@ func (wr *writer) loop() {
 			err = wr.commit(&bw, ws)
 		}
 		wr.mu.Lock()
-		wr.inflight, wr.failing = nil, nil
+		wr.inflight = nil
+		if err == nil {
+			wr.failing = nil
+		}
 		for _, it := range batch {
 			wr.queuedBytes -= it.size
 		}
+		wr.room.Broadcast()
 		if wr.overflowing && len(wr.queue) < wr.maxQueued/2 && wr.queuedBytes < wr.maxQueuedBytes/2 {
 			wr.overflowing = false
 		}
@@ -423,6 +452,7 @@ func (wr *writer) commit(bw **store.BatchWriter, ws []store.Write) error {
 		}
 		wr.mu.Lock()
 		wr.failing = err
+		wr.room.Broadcast() // writers held back by a full queue now drop theirs
 		window := wr.retryFailing
 		if errors.Is(err, store.ErrLocked) {
 			window = wr.retryLocked

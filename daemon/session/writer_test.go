@@ -291,6 +291,42 @@ func TestWriterQueueBound(t *testing.T) {
 	}
 }
 
+// TestWriterQueueHoldsBack: a full queue while the database takes writes
+// (only slower than they come) holds the appender back: nothing is lost,
+// no notice is told.
+func TestWriterQueueHoldsBack(t *testing.T) {
+	f := newFixture(t)
+	f.m.w.maxQueued = 10
+	s, _, err := f.m.Create(context.Background(), CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	for i := 0; i < n; i++ {
+		if _, err := s.Append(&event.Event{Type: event.CallState, CallID: "c", State: event.StateRunning}); err != nil {
+			t.Fatalf("append %d: %v", i+1, err)
+		}
+	}
+	if err := f.m.w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := f.st.Events(context.Background(), s.ID(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != n || stored[n-1].Seq != n {
+		t.Fatalf("stored %d events, want all %d", len(stored), n)
+	}
+	for _, e := range stored {
+		if e.Type != event.CallState {
+			t.Fatalf("stored a %s event: %s", e.Type, e.Text)
+		}
+	}
+	if err := s.LogFailure(time.Time{}); err != nil {
+		t.Errorf("LogFailure = %v, want nil", err)
+	}
+}
+
 // TestBoundEvent: an event over the bound keeps a preview of each large
 // field and the whole of it in a file; the caller's event is untouched.
 func TestBoundEvent(t *testing.T) {
@@ -391,5 +427,37 @@ func TestBoundedMessage(t *testing.T) {
 	}
 	if again := s.Bounded(e); string(again.Message) != string(b.Message) {
 		t.Error("bounding the event again gave another message")
+	}
+}
+
+// BenchmarkAppend: the sustained cost of appending a small event that is
+// published at once (a call's state), its commit included: appends come
+// faster than commits here, and a full queue holds the appender back.
+func BenchmarkAppend(b *testing.B) {
+	dir := b.TempDir()
+	st, err := store.Open(dir + "/state.db")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := NewManager(st, &Options{StateDir: dir})
+	defer func() {
+		m.Close()
+		st.Close()
+	}()
+	s, _, err := m.Create(context.Background(), CreateOptions{Cwd: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &event.Event{Type: event.CallState, CallID: "toolu_1", Tool: "Read", State: event.StateRunning}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.Append(e); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := m.w.flush(); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -423,8 +423,9 @@ func (w *BatchWriter) Close() error {
 }
 
 // Write stores the writes in one transaction: all or none. The events of
-// each session become one chunk; they must be in seq order and gapless (the
-// session package queues them so). Of several read-states of one file, the
+// each session become one chunk, or one per gapless run of them (the
+// session package leaves a gap where it could not queue an event); they
+// must be in seq order. Of several read-states of one file, the
 // last is kept. A turn_started event records its turn as open, a
 // turn_ended event closes it (see OpenTurns).
 func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
@@ -432,8 +433,9 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 		first, last uint64
 		buf         []byte
 	}
-	chunks := map[string]*chunk{}
-	var order []string
+	chunks := map[string]*chunk{} // the last chunk of each session
+	var order []*chunk
+	var sessionOf []string // of each chunk in order
 	type fileKey struct{ session, path string }
 	files := map[fileKey]tool.FileState{}
 	var fileOrder []fileKey
@@ -468,14 +470,15 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
 			}
 			c := chunks[e.SessionID]
-			if c == nil {
+			if c != nil && e.Seq <= c.last {
+				return fmt.Errorf("storing events of session %s: event %d follows %d", e.SessionID, e.Seq, c.last)
+			}
+			if c == nil || e.Seq != c.last+1 {
 				c = &chunk{first: e.Seq, buf: []byte{'['}}
 				chunks[e.SessionID] = c
-				order = append(order, e.SessionID)
+				order = append(order, c)
+				sessionOf = append(sessionOf, e.SessionID)
 			} else {
-				if e.Seq != c.last+1 {
-					return fmt.Errorf("storing events of session %s: event %d follows %d", e.SessionID, e.Seq, c.last)
-				}
 				c.buf = append(c.buf, ',')
 			}
 			c.last = e.Seq
@@ -496,8 +499,8 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			w.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the error that matters is err
 		}
 	}()
-	for _, id := range order {
-		c := chunks[id]
+	for i, c := range order {
+		id := sessionOf[i]
 		c.buf = append(c.buf, ']')
 		if _, err := w.ev.ExecContext(ctx, id, int64(c.first), int64(c.last), string(c.buf)); err != nil {
 			return w.s.explain(fmt.Sprintf("appending events %d-%d of session %s to", c.first, c.last, id), err)

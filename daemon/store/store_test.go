@@ -317,16 +317,32 @@ func TestMigrationToEventChunksKeepsEvents(t *testing.T) {
 	if err != nil || files["/a"].Size != 2 {
 		t.Errorf("read-state after a batch with two writes of one file: %v, %v", files, err)
 	}
-	// A gap inside a batch is refused and nothing of it is stored.
+	// Events out of order are refused and nothing of the batch is stored.
 	err = w.Write(ctx, []Write{
+		{Event: &event.Event{SessionID: "s_1", Seq: 6, Type: event.Notice, Time: now}},
 		{Event: &event.Event{SessionID: "s_1", Seq: 5, Type: event.Notice, Time: now}},
-		{Event: &event.Event{SessionID: "s_1", Seq: 7, Type: event.Notice, Time: now}},
 	})
 	if err == nil {
-		t.Fatal("a batch with a gap was stored")
+		t.Fatal("a batch out of order was stored")
 	}
 	if last, _ := s.LastSeq(ctx, "s_1"); last != 4 {
 		t.Errorf("LastSeq after a refused batch = %d, want 4", last)
+	}
+	// A gap inside a batch (an event that could not be queued) splits it
+	// into one chunk per gapless run.
+	if err := w.Write(ctx, []Write{
+		{Event: &event.Event{SessionID: "s_1", Seq: 5, Type: event.Notice, Time: now}},
+		{Event: &event.Event{SessionID: "s_1", Seq: 7, Type: event.Notice, Time: now}},
+		{Event: &event.Event{SessionID: "s_1", Seq: 8, Type: event.Notice, Time: now}},
+	}); err != nil {
+		t.Fatalf("a batch with a gap: %v", err)
+	}
+	evs, err = s.Events(ctx, "s_1", 5)
+	if err != nil || len(evs) != 3 || evs[0].Seq != 5 || evs[1].Seq != 7 || evs[2].Seq != 8 {
+		t.Fatalf("events from 5 after a batch with a gap: %v, %v", evs, err)
+	}
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM event_chunks WHERE session_id = 's_1'`).Scan(&chunks); err != nil || chunks != 5 {
+		t.Errorf("chunks = %d, %v; want 5 (the batch with a gap made two)", chunks, err)
 	}
 }
 
