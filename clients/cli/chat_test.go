@@ -225,6 +225,14 @@ type termChat struct {
 // startTermChat runs tackle with args on a new 120×40 pseudo-terminal.
 func startTermChat(t *testing.T, environ []string, args ...string) *termChat {
 	t.Helper()
+	return startTerm(t, environ, nil, args...)
+}
+
+// startTerm runs tackle with args on a new 120×40 pseudo-terminal, its
+// controlling terminal; stdin, if not nil, replaces the terminal as its
+// standard input (a pipe, as in `echo … | tackle call X -`).
+func startTerm(t *testing.T, environ []string, stdin io.Reader, args ...string) *termChat {
+	t.Helper()
 	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		t.Skipf("no pseudo-terminals here: %v", err)
@@ -257,6 +265,11 @@ func startTermChat(t *testing.T, environ []string, args ...string) *termChat {
 	cmd.Env = append(environ, "TACKLE_CHAT_HELPER=1", "TERM=xterm-256color")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if stdin != nil {
+		// The terminal is fd 3 in the child, and its controlling terminal.
+		cmd.Stdin, cmd.ExtraFiles = stdin, []*os.File{slave}
+		cmd.SysProcAttr.Ctty = 3
+	}
 	if err := cmd.Start(); err != nil {
 		slave.Close()
 		master.Close()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/tackle-agent/tackle/clients/client"
@@ -22,6 +24,10 @@ type prompter struct {
 	a         *app
 	s         *client.Stream
 	sessionID string
+	// in and out are the terminal the person answers on: stdin and stderr,
+	// or /dev/tty when stdin carries the input (see promptIO).
+	in  io.Reader
+	out io.Writer
 	// root is the session a sub-agent's request waits in (its tree's
 	// root); "" for sessionID.
 	root string
@@ -34,7 +40,31 @@ type prompter struct {
 }
 
 func newPrompter(a *app, s *client.Stream, sessionID string) *prompter {
-	return &prompter{a: a, s: s, sessionID: sessionID}
+	return &prompter{a: a, s: s, sessionID: sessionID, in: a.stdin, out: a.stderr}
+}
+
+// promptIO finds the terminal permission prompts use: stdin and stderr
+// when stdin is free (it carries no input) and a terminal; else, when
+// stdin is a file of the process (a pipe or a redirection: tackle call X -,
+// tackle run -), the controlling terminal, /dev/tty, if there is one. ok is
+// false when there is no terminal to ask on; closeTTY closes what it
+// opened.
+func (a *app) promptIO(stdinFree bool) (in io.Reader, out io.Writer, closeTTY func(), ok bool) {
+	if stdinFree && isTerminal(a.stdin) {
+		return a.stdin, a.stderr, func() {}, true
+	}
+	if _, isFile := a.stdin.(*os.File); !isFile {
+		return nil, nil, nil, false
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+	if err != nil {
+		return nil, nil, nil, false
+	}
+	if !isTerminal(tty) {
+		tty.Close()
+		return nil, nil, nil, false
+	}
+	return tty, tty, func() { tty.Close() }, true
 }
 
 // input is the channel of typed lines; nil (blocking forever in a select)
@@ -81,15 +111,15 @@ func (p *prompter) ask() {
 		choices += "   [a] yes, always allow " + rule
 	}
 	choices += "   [n] no   [f] no, and tell the model why"
-	fmt.Fprintf(p.a.stderr, "\n%s\n  tool:  %s\n", reason, r.GetTool())
-	writePreview(p.a.stderr, r, "    ", p.a.colour(p.a.stderr))
-	fmt.Fprintf(p.a.stderr, "%s\nAnswer [y/%sn/f, default n]: ", choices, map[bool]string{true: "a/", false: ""}[r.GetAlwaysRule() != ""])
+	fmt.Fprintf(p.out, "\n%s\n  tool:  %s\n", reason, r.GetTool())
+	writePreview(p.out, r, "    ", p.a.colour(p.out))
+	fmt.Fprintf(p.out, "%s\nAnswer [y/%sn/f, default n]: ", choices, map[bool]string{true: "a/", false: ""}[r.GetAlwaysRule() != ""])
 	if p.lines == nil {
 		p.lines = make(chan string)
 		// This goroutine reads the terminal until the process exits. At
 		// the end of input it answers "no" once.
 		go func() {
-			sc := bufio.NewScanner(p.a.stdin)
+			sc := bufio.NewScanner(p.in)
 			for sc.Scan() {
 				p.lines <- sc.Text()
 			}
@@ -117,7 +147,7 @@ func (p *prompter) answer(line string) error {
 		case "u", "user":
 			ans.Scope = tacklev1.Scope_SCOPE_USER
 		default:
-			fmt.Fprintf(p.a.stderr, "Save %s for [s]ession, [p]roject or [u]ser? [p]: ", r.GetAlwaysRule())
+			fmt.Fprintf(p.out, "Save %s for [s]ession, [p]roject or [u]ser? [p]: ", r.GetAlwaysRule())
 			return nil
 		}
 		ans.Decision = tacklev1.Decision_DECISION_ALLOW_ALWAYS
@@ -129,15 +159,15 @@ func (p *prompter) answer(line string) error {
 			ans.Decision = tacklev1.Decision_DECISION_ALLOW_ONCE
 		case "a", "always":
 			if r.GetAlwaysRule() == "" {
-				fmt.Fprint(p.a.stderr, "This request cannot be allowed always. Answer [y/n/f]: ")
+				fmt.Fprint(p.out, "This request cannot be allowed always. Answer [y/n/f]: ")
 				return nil
 			}
 			p.stage = "scope"
-			fmt.Fprintf(p.a.stderr, "Save %s for [s]ession, [p]roject or [u]ser? [p]: ", r.GetAlwaysRule())
+			fmt.Fprintf(p.out, "Save %s for [s]ession, [p]roject or [u]ser? [p]: ", r.GetAlwaysRule())
 			return nil
 		case "f", "feedback":
 			p.stage = "feedback"
-			fmt.Fprint(p.a.stderr, "Tell the model what to do instead: ")
+			fmt.Fprint(p.out, "Tell the model what to do instead: ")
 			return nil
 		}
 	}
@@ -195,7 +225,7 @@ func (p *prompter) resolved(r *tacklev1.PermissionResolved) {
 			if n := r.GetClientName(); n != "" {
 				by = " by " + n
 			}
-			fmt.Fprintf(p.a.stderr, "\n(answered elsewhere%s: %s)\n", by, r.GetDecision())
+			fmt.Fprintf(p.out, "\n(answered elsewhere%s: %s)\n", by, r.GetDecision())
 			p.next()
 		}
 		return

@@ -107,9 +107,13 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 
 	msgs := s.Chan(sctx)
 	var pr *prompter
-	if stdinFree && isTerminal(a.stdin) && !f.asJSON {
-		pr = newPrompter(a, s, sid)
-		pr.root = root
+	if in, out, closeTTY, ok := a.promptIO(stdinFree); ok {
+		defer closeTTY()
+		if !f.asJSON {
+			pr = newPrompter(a, s, sid)
+			pr.root = root
+			pr.in, pr.out = in, out
+		}
 	}
 	v := &runView{a: a, asJSON: f.asJSON, tree: newAgentTree()}
 	if pr != nil {

@@ -86,8 +86,10 @@ func (a *app) runTurn(ctx context.Context, c *client.Client, sessionID string, c
 	t := &turn{
 		a: a, s: s, sessionID: sessionID, calls: calls, results: map[string]*tacklev1.ToolResult{},
 	}
-	if stdinFree && isTerminal(a.stdin) {
+	if in, out, closeTTY, ok := a.promptIO(stdinFree); ok {
+		defer closeTTY()
 		t.prompt = newPrompter(a, s, sessionID)
+		t.prompt.in, t.prompt.out = in, out
 		t.prompt.before = func() { t.spin.Stop() }
 		t.prompt.after = func() {
 			t.spin = startSpinner(a.stderr, t.label)
