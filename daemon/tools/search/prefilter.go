@@ -13,8 +13,9 @@ import (
 // something about the bytes of every match: it holds a run of bytes, each
 // from a known set (four upper-case letters, then two digits). classSeq
 // finds such runs with a shift-and scan (one table load and three
-// operations a byte), so Go's regexp, which costs 15–30 ns a byte, only
-// runs on the lines that hold one. The run is derived from the pattern's
+// operations a byte), or, when most bytes are in none of the sets, with a
+// backward scan that mostly looks at one byte in n, so Go's regexp, which
+// costs 15–30 ns a byte, only runs on the lines that hold one. The run is derived from the pattern's
 // syntax tree (seqOf) and is sound: every match of the regexp contains
 // it, so a line without it has no match; the regexp decides on the rest.
 //
@@ -46,6 +47,11 @@ func (s byteSet) union(t byteSet) byteSet {
 type classSeq struct {
 	mask [256]uint64 // bit i is set in mask[c] when c is in the i-th set
 	last uint64      // the bit of the sequence's last set
+	// rev[c] has bit n-1-i set when c is in the i-th set of n; skip says
+	// index reads windows backwards with it (indexSkip).
+	rev  [256]uint64
+	n    int
+	skip bool
 	// ascii says the run holds on lines of ASCII bytes only: a line with
 	// another byte is a candidate if it holds other (nil: always).
 	ascii bool
@@ -53,16 +59,31 @@ type classSeq struct {
 }
 
 func newClassSeq(seq []byteSet, ascii bool, other *classSeq) *classSeq {
-	s := &classSeq{last: 1 << (len(seq) - 1), ascii: ascii, other: other}
+	n := len(seq)
+	s := &classSeq{last: 1 << (n - 1), n: n, ascii: ascii, other: other}
+	var union byteSet
 	for i, set := range seq {
+		union = union.union(set)
 		for c := range 256 {
 			if set.has(byte(c)) {
 				s.mask[c] |= 1 << i
+				s.rev[c] |= 1 << (n - 1 - i)
 			}
 		}
 	}
+	s.skip = !ascii && n >= minSkipLen && setBits(union) >= minSkipBits
 	return s
 }
+
+// The backward scan pays when a run is long and most bytes are in none
+// of its sets, so that most windows are left after one byte: on Go's
+// source tree, [A-Z]{4}[0-9]{2} (upper case and digits: about one byte in
+// eight) scans 3 times faster than forwards. minSkipBits is −log₂ of the
+// share of bytes in some set (setBits of their union).
+const (
+	minSkipLen  = 3
+	minSkipBits = 2
+)
 
 // index returns the index of the last byte of the first run in t, or -1;
 // with s.ascii, of a byte of the first candidate line. t starts a line.
@@ -70,12 +91,51 @@ func (s *classSeq) index(t []byte) int {
 	if s.ascii {
 		return s.indexASCII(t)
 	}
+	if s.skip {
+		return s.indexSkip(t)
+	}
+	return s.indexForward(t)
+}
+
+// indexForward is index by a shift-and scan: one table load and three
+// operations a byte.
+func (s *classSeq) indexForward(t []byte) int {
 	var d uint64 // bit i: the run's first i+1 sets match the bytes ending here
 	for i, c := range t {
 		d = (d<<1 | 1) & s.mask[c]
 		if d&s.last != 0 {
 			return i
 		}
+	}
+	return -1
+}
+
+// indexSkip is index by backward windows (BNDM, Navarro and Raffinot): a
+// window of n bytes is read from its end while the bytes read are a part
+// of a run; then it moves on to where the longest start of a run read
+// begins, n bytes on when none was, without missing a run.
+func (s *classSeq) indexSkip(t []byte) int {
+	n := s.n
+	high := uint64(1) << (n - 1)
+	full := high<<1 - 1
+	for pos := 0; pos+n <= len(t); {
+		// Bit n-1-i of d: the bytes read, t[pos+j:pos+n], match the
+		// sets from the i-th on.
+		d, shift := full, n
+		for j := n - 1; j >= 0; j-- {
+			d &= s.rev[t[pos+j]]
+			if d == 0 {
+				break
+			}
+			if d&high != 0 {
+				if j == 0 {
+					return pos + n - 1
+				}
+				shift = j // t[pos+j:pos+n] starts a run
+			}
+			d = d << 1 & full
+		}
+		pos += shift
 	}
 	return -1
 }

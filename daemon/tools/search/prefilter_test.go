@@ -188,8 +188,11 @@ func fullSeqs(t testing.TB, pattern string, fold bool) []*classSeq {
 	fac, afac := seqOf(tree, false).fac, seqOf(tree, true).fac
 	var other *classSeq
 	if len(fac) > 0 {
+		// Both scans, whichever newClassSeq chose.
 		other = newClassSeq(fac, false, nil)
-		seqs = append(seqs, other)
+		flipped := *other
+		flipped.skip = !other.skip
+		seqs = append(seqs, other, &flipped)
 	}
 	if len(afac) > 0 {
 		seqs = append(seqs, newClassSeq(afac, true, nil), newClassSeq(afac, true, other))
@@ -428,4 +431,48 @@ func FuzzMatcherLines(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pattern, text string, fold bool) {
 		checkMatcherLines(t, pattern, fold, []byte(text))
 	})
+}
+
+// allRuns returns the end of every run index finds in t, searching on
+// after each.
+func allRuns(t []byte, index func([]byte) int) []int {
+	var ends []int
+	for pos := 0; pos < len(t); {
+		i := index(t[pos:])
+		if i < 0 {
+			break
+		}
+		ends = append(ends, pos+i)
+		pos += i + 1
+	}
+	return ends
+}
+
+// TestClassSeqScansAgree checks that the backward scan (indexSkip) finds
+// the same runs as the forward one for the runs of random patterns.
+func TestClassSeqScansAgree(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	tried := 0
+	for range 3000 {
+		pattern := randomPattern(r, 4)
+		tree, err := parsePattern(pattern, r.IntN(3) == 0, false)
+		if err != nil {
+			continue
+		}
+		fac := seqOf(tree, false).fac
+		if len(fac) == 0 {
+			continue
+		}
+		tried++
+		s := newClassSeq(fac, false, nil)
+		for range 3 {
+			text := randomText(r, 20)
+			if f, k := allRuns(text, s.indexForward), allRuns(text, s.indexSkip); !slices.Equal(f, k) {
+				t.Fatalf("run %+q of %+q in %+q: forward scan finds %v, backward %v", describeSeq(s), pattern, text, f, k)
+			}
+		}
+	}
+	if tried < 500 {
+		t.Fatalf("only %d random patterns had a run", tried)
+	}
 }
