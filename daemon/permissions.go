@@ -356,8 +356,15 @@ func (d *Daemon) dispatchOptions() *dispatch.Options {
 			rs, _ := d.perms.rules(s.ID(), rootOf(s))
 			return rs
 		},
-		SaveAlways: func(s dispatch.Session, scope, rule string) error {
-			return d.perms.saveAlways(d.rootSessionID(s.ID()), rootOf(s), scope, rule)
+		SaveAlways: func(s dispatch.Session, scope, rule string) (string, error) {
+			root := rootOf(s)
+			if err := d.perms.saveAlways(d.rootSessionID(s.ID()), root, scope, rule); err != nil {
+				return "", err
+			}
+			if scope == config.ScopeProject || scope == config.ScopeUser {
+				return permission.SettingsFile(scope, root, d.opts.ConfigHome)
+			}
+			return "", nil
 		},
 		Lookup: func(sessionID, name string) (tool.Tool, bool) {
 			if name == sandboxNetTool {

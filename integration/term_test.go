@@ -82,11 +82,11 @@ func TestTerminalPromptAlwaysAndFeedback(t *testing.T) {
 	e := newEnv(t)
 	// "a" allows always and asks where to save the rule: here, the project.
 	out, code := e.inTerminal("a\np\n", "call", "Bash", mustJSON(map[string]any{"command": "mkdir built"}))
-	if code != 0 || !strings.Contains(out, "[a] yes, always allow Bash(mkdir built *)") || !strings.Contains(out, "[s]ession, [p]roject or [u]ser") {
+	if code != 0 || !strings.Contains(out, "[a] yes, always allow Bash(mkdir built:*)") || !strings.Contains(out, "[s]ession, [p]roject or [u]ser") {
 		t.Fatalf("always answer in the terminal (exit %d): %q", code, out)
 	}
 	b, err := os.ReadFile(filepath.Join(e.project, ".tackle", "settings.local.json"))
-	if err != nil || !strings.Contains(string(b), `"Bash(mkdir built *)"`) {
+	if err != nil || !strings.Contains(string(b), `"Bash(mkdir built:*)"`) {
 		t.Errorf("the rule was not saved for the project: %s, %v", b, err)
 	}
 	// The saved rule applies: no prompt, even without a terminal.

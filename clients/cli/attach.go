@@ -402,6 +402,12 @@ func resolutionText(r *tacklev1.PermissionResolved) string {
 	if sc := r.GetScope(); sc != "" {
 		by += " for " + sc
 	}
+	if rules := r.GetRules(); len(rules) > 0 {
+		by += ": saved " + strings.Join(rules, ", ")
+		if p := r.GetPath(); p != "" {
+			by += " in " + p
+		}
+	}
 	if f := r.GetFeedback(); f != "" {
 		by += ": " + f
 	}

@@ -37,6 +37,7 @@ type prompter struct {
 	lines   chan string                   // lines typed on stdin, nil until the first prompt
 	pending []*tacklev1.PermissionRequest // the first one is being asked
 	stage   string                        // "" (the choice), "scope" or "feedback"
+	always  map[string]bool               // requests answered "always" here, until resolved
 }
 
 func newPrompter(a *app, s *client.Stream, sessionID string) *prompter {
@@ -173,6 +174,12 @@ func (p *prompter) answer(line string) error {
 	}
 	p.pending = p.pending[1:]
 	p.stage = ""
+	if ans.Decision == tacklev1.Decision_DECISION_ALLOW_ALWAYS {
+		if p.always == nil {
+			p.always = map[string]bool{}
+		}
+		p.always[r.GetRequestId()] = true
+	}
 	err := p.s.Answer(ans)
 	if err != nil && !errors.Is(err, client.ErrNotFound) {
 		return fmt.Errorf("answering the permission request: %w", err)
@@ -210,10 +217,15 @@ func rootOf(snap *tacklev1.Snapshot, sid string) string {
 	return sid
 }
 
-// resolved drops a request answered elsewhere (or timed out).
+// resolved drops a request answered elsewhere (or timed out), and says
+// what an "always" answer given here saved, and where.
 func (p *prompter) resolved(r *tacklev1.PermissionResolved) {
 	if r == nil {
 		return
+	}
+	if r.GetDecision() == "allow_always" && p.always[r.GetRequestId()] {
+		delete(p.always, r.GetRequestId())
+		fmt.Fprintf(p.out, "tackle: %s\n", savedText(r))
 	}
 	for i, q := range p.pending {
 		if q.GetRequestId() != r.GetRequestId() {
@@ -306,4 +318,22 @@ func (a *app) sendJSONAnswer(s *client.Stream, sessionFor func(requestID string)
 		return a.printJSONLine(map[string]string{"type": "answer_error", "line": line, "error": err.Error()})
 	}
 	return nil
+}
+
+// savedText says what an allow_always answer saved and where: "saved
+// Bash(npm test:*) for the project in /p/.tackle/settings.local.json
+// (tackle permissions rules lists it)".
+func savedText(r *tacklev1.PermissionResolved) string {
+	rules := strings.Join(r.GetRules(), ", ")
+	if rules == "" {
+		return "allowed this once: no rule could be saved (see the notice)"
+	}
+	where := "for this session (the daemon keeps it; it ends with the session)"
+	switch r.GetScope() {
+	case "project":
+		where = "for the project in " + r.GetPath()
+	case "user":
+		where = "for you, in every project, in " + r.GetPath()
+	}
+	return fmt.Sprintf("saved %s %s (tackle permissions rules lists it)", rules, where)
 }

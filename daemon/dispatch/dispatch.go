@@ -69,7 +69,7 @@ type Options struct {
 	// SaveAlways saves one rule approved by an allow_always answer, at scope
 	// (session, project or user); nil saves nothing. It is called once per
 	// rule of the decision's AlwaysRules.
-	SaveAlways func(s Session, scope, rule string) error
+	SaveAlways func(s Session, scope, rule string) (path string, err error)
 	// Unloaded, if set, reports whether t is a deferred tool the session
 	// has not loaded. Such a call runs when its input passes the schema
 	// (and the tool is loaded through Load); when it does not, the error
@@ -1050,7 +1050,8 @@ func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, c
 	case how != "answered":
 		by = res.Decision
 	case a.Decision == permission.AllowAlways:
-		scope = d.saveAlways(s, tr, cr, a.Scope, dec)
+		scope, res.Rules, res.Path = d.saveAlways(s, tr, cr, a.Scope, dec)
+		res.Scope = scope
 	}
 	d.audit(s, call, hev.Tool, res.Decision, by, strings.Join(alwaysRules(dec), ", "), scope, res.ClientID)
 	d.log.Debug("permission resolved", "session", s.ID(), "call", cr.info.ID, "decision", res.Decision, "client", res.ClientID)
@@ -1073,25 +1074,31 @@ func alwaysRules(dec permission.Decision) []string {
 }
 
 // saveAlways saves the rules of an allow_always answer at scope (default
-// session) and returns the scope. A failure is logged and told to the
+// session) and returns the scope, the rules saved and the settings file
+// written ("" for the session scope). A failure is logged and told to the
 // session's clients; the call is still allowed once.
-func (d *Dispatcher) saveAlways(s Session, tr *turnRun, cr *callRun, scope string, dec permission.Decision) string {
+func (d *Dispatcher) saveAlways(s Session, tr *turnRun, cr *callRun, scope string, dec permission.Decision) (string, []string, string) {
 	if scope == "" {
 		scope = permission.ScopeSession
 	}
 	rules := alwaysRules(dec)
 	if d.opts.SaveAlways == nil || len(rules) == 0 {
 		d.log.Debug("allow_always: nothing to save", "session", s.ID(), "call", cr.info.ID, "rules", rules)
-		return scope
+		return scope, nil, ""
 	}
+	var saved []string
+	var file string
 	for _, rule := range rules {
-		if err := d.opts.SaveAlways(s, scope, rule); err != nil {
+		path, err := d.opts.SaveAlways(s, scope, rule)
+		if err != nil {
 			d.log.Error("saving an allow_always rule", "session", s.ID(), "scope", scope, "rule", rule, "error", err)
 			d.append(s, &event.Event{Type: event.Notice, TurnID: tr.id, CallID: cr.info.ID, Tool: cr.info.Name,
 				Text: fmt.Sprintf("The rule %s was allowed this once but could not be saved (%s scope): %v", rule, scope, err)})
+			continue
 		}
+		saved, file = append(saved, rule), path
 	}
-	return scope
+	return scope, saved, file
 }
 
 type handlerOutcome struct {

@@ -55,16 +55,16 @@ func newHookEnv(t *testing.T, mode string, hooks map[string]any, tools ...tool.T
 			defer he.mu.Unlock()
 			return permission.NewRules(he.saved...)
 		},
-		SaveAlways: func(_ Session, scope, rule string) error {
+		SaveAlways: func(_ Session, scope, rule string) (string, error) {
 			r, err := permission.ParseRule(rule)
 			if err != nil {
-				return err
+				return "", err
 			}
 			r.Behavior, r.Source = permission.BehaviorAllow, permission.Source{Scope: scope}
 			he.mu.Lock()
 			he.saved = append(he.saved, r)
 			he.mu.Unlock()
-			return nil
+			return "", nil
 		},
 		Audit: func(_ string, rec AuditRecord) {
 			he.mu.Lock()

@@ -354,6 +354,13 @@ type PermissionResolution struct {
 	// ClientID answered (empty for a timeout or cancellation).
 	ClientID string `json:"client_id,omitempty"`
 	Feedback string `json:"feedback,omitempty"`
+	// Scope, Rules and Path are set for allow_always: where the rules
+	// were saved (session, project, user), the rules saved, and the
+	// settings file written ("" for the session scope, which the daemon
+	// keeps).
+	Scope string   `json:"scope,omitempty"`
+	Rules []string `json:"rules,omitempty"`
+	Path  string   `json:"path,omitempty"`
 }
 
 // SessionChange carries the session fields that changed.

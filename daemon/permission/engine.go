@@ -555,11 +555,19 @@ func alwaysRules(in *input, rules *Rules) []string {
 				continue // inside: needs no rule; outside: no rule of ours should allow it
 			}
 			if pr := commandPrefix(cmd); pr != "" {
-				add("Bash(" + pr + " *)")
+				// Claude Code's prefix form: the prefix with its word
+				// boundary (`npm test` and `npm test …`, not `npm tests`).
+				add("Bash(" + pr + ":*)")
 			}
 		}
 	case editTools[in.tool]:
 		for _, p := range in.writes {
+			// Its directory, unless that is the project (or the cwd):
+			// then the file alone, never the whole project.
+			if d := filepath.Dir(p); d == filepath.Clean(in.pc.root) || d == filepath.Clean(in.pc.cwd) {
+				add("Edit(/" + escapeMeta(p) + ")")
+				continue
+			}
 			add(dirRule("Edit", p, false))
 		}
 	case readTools[in.tool]:

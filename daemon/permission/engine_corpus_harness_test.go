@@ -74,7 +74,7 @@ func TestDecideShellHarness(t *testing.T) {
 	if d := decideShell(t, []string{"deny:Bash(rm *)"}, ModeBypassPermissions, "ls && rm -rf x"); d.Verdict != Deny || d.By != ByRule {
 		t.Errorf("compound deny: %+v", d)
 	}
-	if d := decideShell(t, nil, ModeDefault, "npm test"); d.Verdict != Ask || d.AlwaysRule != "Bash(npm test *)" {
+	if d := decideShell(t, nil, ModeDefault, "npm test"); d.Verdict != Ask || d.AlwaysRule != "Bash(npm test:*)" {
 		t.Errorf("ask: %s %q", d.Verdict, d.AlwaysRule)
 	}
 	if d := decideShell(t, []string{"Bash(npm test *)"}, ModeDefault, "npm test"); d.Verdict != Allow {

@@ -193,14 +193,16 @@ func TestAlwaysRule(t *testing.T) {
 		rules []string
 		want  string
 	}{
-		{"bash two words", bashReq("npm test --watch"), nil, "Bash(npm test *)"},
-		{"bash flag", bashReq("rm -rf build"), nil, "Bash(rm *)"},
-		{"bash file arg", bashReq("python3 x.py"), nil, "Bash(python3 *)"},
-		{"bash one word", bashReq("make"), nil, "Bash(make *)"},
-		{"compound", bashReq("cd sub", "npm test", "git push origin main", "npm test -x"), nil, "Bash(npm test *), Bash(git push *)"},
-		{"compound skips allowed", bashReq("git status", "curl https://x"), []string{"Bash(git status *)"}, "Bash(curl *)"},
-		{"at most five", bashReq("a1", "a2", "a3", "a4", "a5"), nil, "Bash(a1 *), Bash(a2 *), Bash(a3 *), Bash(a4 *), Bash(a5 *)"},
+		{"bash two words", bashReq("npm test --watch"), nil, "Bash(npm test:*)"},
+		{"bash flag", bashReq("rm -rf build"), nil, "Bash(rm:*)"},
+		{"bash file arg", bashReq("python3 x.py"), nil, "Bash(python3:*)"},
+		{"bash one word", bashReq("make"), nil, "Bash(make:*)"},
+		{"compound", bashReq("cd sub", "npm test", "git push origin main", "npm test -x"), nil, "Bash(npm test:*), Bash(git push:*)"},
+		{"compound skips allowed", bashReq("git status", "curl https://x"), []string{"Bash(git status *)"}, "Bash(curl:*)"},
+		{"at most five", bashReq("a1", "a2", "a3", "a4", "a5"), nil, "Bash(a1:*), Bash(a2:*), Bash(a3:*), Bash(a4:*), Bash(a5:*)"},
 		{"edit", editReq("Write", "/etc/app/x.conf"), nil, "Edit(//etc/app/**)"},
+		{"edit at the project's top", editReq("Edit", "/w/main.go"), nil, "Edit(//w/main.go)"},
+		{"edit in the project", editReq("Edit", "/w/src/main.go"), nil, "Edit(//w/src/**)"},
 		{"edit meta", editReq("Edit", "/tmp/a[1]/x"), nil, `Edit(//tmp/a\[1\]/**)`},
 		{"read file", readReq("Read", "/etc/passwd"), nil, "Read(//etc/**)"},
 		{"grep dir", readReq("Grep", filepath.Join(dir, "d")), nil, "Read(/" + dir + "/d/**)"},

@@ -165,6 +165,9 @@ func resolutionToProto(r *event.PermissionResolution) *tacklev1.PermissionResolv
 		Decision:  r.Decision,
 		ClientId:  r.ClientID,
 		Feedback:  r.Feedback,
+		Scope:     r.Scope,
+		Rules:     r.Rules,
+		Path:      r.Path,
 	}
 	if r.ClientID != "" {
 		out.ClientName = clientName(r.ClientID)

@@ -2620,8 +2620,14 @@ type PermissionResolved struct {
 	// client_name is the name the answering client gave in its Hello (or
 	// the one-shot answer's client_name), empty for a timeout or cancellation.
 	ClientName string `protobuf:"bytes,5,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
-	// scope is where an allow_always answer saved its rule.
-	Scope         string `protobuf:"bytes,6,opt,name=scope,proto3" json:"scope,omitempty"`
+	// scope is where an allow_always answer saved its rules: session,
+	// project or user.
+	Scope string `protobuf:"bytes,6,opt,name=scope,proto3" json:"scope,omitempty"`
+	// rules are the rules an allow_always answer saved, e.g.
+	// "Bash(npm test:*)"; path is the settings file they were written to
+	// (empty for the session scope, which the daemon keeps).
+	Rules         []string `protobuf:"bytes,7,rep,name=rules,proto3" json:"rules,omitempty"`
+	Path          string   `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2694,6 +2700,20 @@ func (x *PermissionResolved) GetClientName() string {
 func (x *PermissionResolved) GetScope() string {
 	if x != nil {
 		return x.Scope
+	}
+	return ""
+}
+
+func (x *PermissionResolved) GetRules() []string {
+	if x != nil {
+		return x.Rules
+	}
+	return nil
+}
+
+func (x *PermissionResolved) GetPath() string {
+	if x != nil {
+		return x.Path
 	}
 	return ""
 }
@@ -8858,7 +8878,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x06option\x18\x01 \x01(\tR\x06option\x12\x14\n" +
 	"\x05label\x18\x02 \x01(\tR\x05label\x12&\n" +
 	"\x05scope\x18\x03 \x01(\x0e2\x10.tackle.v1.ScopeR\x05scope\x12\x12\n" +
-	"\x04rule\x18\x04 \x01(\tR\x04rule\"\xbf\x01\n" +
+	"\x04rule\x18\x04 \x01(\tR\x04rule\"\xe9\x01\n" +
 	"\x12PermissionResolved\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1a\n" +
@@ -8867,7 +8887,9 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\bfeedback\x18\x04 \x01(\tR\bfeedback\x12\x1f\n" +
 	"\vclient_name\x18\x05 \x01(\tR\n" +
 	"clientName\x12\x14\n" +
-	"\x05scope\x18\x06 \x01(\tR\x05scope\"\xd8\x01\n" +
+	"\x05scope\x18\x06 \x01(\tR\x05scope\x12\x14\n" +
+	"\x05rules\x18\a \x03(\tR\x05rules\x12\x12\n" +
+	"\x04path\x18\b \x01(\tR\x04path\"\xd8\x01\n" +
 	"\aHookRun\x12\x12\n" +
 	"\x04hook\x18\x01 \x01(\tR\x04hook\x12\x1d\n" +
 	"\n" +
