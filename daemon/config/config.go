@@ -487,17 +487,100 @@ func parse(path string, data []byte) (*parsed, *Problem) {
 	if raw == nil { // the file is "null"
 		raw = map[string]json.RawMessage{}
 	}
-	var f struct {
-		Permissions *filePermissions `json:"permissions"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, problemOf(path, data, err)
-	}
 	p := &parsed{raw: raw}
-	if f.Permissions != nil {
-		p.perms = *f.Permissions
+	if prob := decodePermissions(path, data, raw["permissions"], &p.perms); prob != nil {
+		return nil, prob
 	}
 	return p, nil
+}
+
+// decodePermissions reads the permissions block v (raw["permissions"] of
+// the file data) into out, by exact key and the last of a repeated key, as
+// the raw map and applyTrust read it. encoding/json's struct decoding
+// matches keys regardless of case (Unicode folding included) and merges a
+// repeated key: "DefaultMode", "Permissions" or a second "permissions"
+// would then reach the permissions in force without passing applyTrust,
+// which looks at the exact keys. A value of the wrong type is a problem at
+// its key.
+func decodePermissions(path string, data []byte, v json.RawMessage, out *filePermissions) *Problem {
+	if v == nil || string(v) == "null" {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(v, &m); err != nil {
+		p := &Problem{Path: path, Message: fmt.Sprintf("permissions: expected an object, found a JSON %s", jsonKind(v))}
+		if off := memberOffset(data, 0, "permissions"); off >= 0 {
+			p.Line, p.Column = lineCol(data, int(off))
+		}
+		return p
+	}
+	fields := []struct {
+		key string
+		dst any
+	}{
+		{"defaultMode", &out.DefaultMode},
+		{"additionalDirectories", &out.AdditionalDirectories},
+		{"allow", &out.Allow},
+		{"ask", &out.Ask},
+		{"deny", &out.Deny},
+		{"askTimeoutSeconds", &out.AskTimeoutSeconds},
+		{"disableBypassPermissionsMode", &out.DisableBypassPermissionsMode},
+	}
+	for _, f := range fields {
+		raw, ok := m[f.key]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, f.dst); err != nil {
+			msg := err.Error()
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				msg = fmt.Sprintf("permissions.%s: expected %s, found a JSON %s", f.key, te.Type, te.Value)
+			}
+			p := &Problem{Path: path, Message: msg}
+			if off := memberOffset(data, memberOffset(data, 0, "permissions"), f.key); off >= 0 {
+				p.Line, p.Column = lineCol(data, int(off))
+			}
+			return p
+		}
+	}
+	return nil
+}
+
+// memberOffset returns the offset in data of the value of the last member
+// named key (exactly) of the object that starts at offset start, or -1
+// (also for a negative start, or when data there is not an object).
+func memberOffset(data []byte, start int64, key string) int64 {
+	if start < 0 || start >= int64(len(data)) {
+		return -1
+	}
+	dec := json.NewDecoder(bytes.NewReader(data[start:]))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return -1
+	}
+	found := int64(-1)
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return found
+		}
+		k, _ := t.(string)
+		var v json.RawMessage
+		at := dec.InputOffset()
+		if err := dec.Decode(&v); err != nil {
+			return found
+		}
+		if k == key {
+			// InputOffset is just after the key; the value starts after
+			// the colon and any space.
+			off := start + at
+			for off < int64(len(data)) && (data[off] == ':' || data[off] == ' ' || data[off] == '\t' || data[off] == '\n' || data[off] == '\r') {
+				off++
+			}
+			found = off
+		}
+	}
+	return found
 }
 
 // problemOf turns a decoding error into a Problem with a 1-based line and

@@ -90,7 +90,6 @@ func FuzzParseSettings(f *testing.F) {
 			if rawOnly {
 				continue
 			}
-			skipKnownBug(t, knownPermsBug(data), "the permissions block is read without exact keys; see knownPermsBug")
 			checkPermsMatchRaw(t, p)
 			// Round trip: the file rebuilt from what was read reads the same.
 			b, err := json.Marshal(p.raw)
@@ -155,7 +154,6 @@ func FuzzLoadSettings(f *testing.F) {
 					t.Fatalf("a file that does not parse contributes a layer: %+v", s.Layers)
 				}
 			}
-			skipKnownBug(t, knownPermsBug(data), "the permissions block is read without exact keys; see knownPermsBug")
 			p := s.Permissions
 			if p.DefaultMode == "bypassPermissions" {
 				t.Fatalf("%s: a project file set bypassPermissions without consent (trusted=%v)", data, s.Trusted)
@@ -202,29 +200,6 @@ func skipKnownBug(t *testing.T, cond bool, why string) {
 	if cond && os.Getenv("TACKLE_FUZZ_KNOWN_BUGS") == "" {
 		t.Skip("TODO(bug): " + why)
 	}
-}
-
-// knownPermsBug reports whether parse reads data's permissions block
-// differently from its "permissions" key read with exact keys, as
-// applyTrust and daemon/permission read it. encoding/json, which parse
-// uses for the block, matches keys without case, Unicode too
-// ("DefaultMode", "Permissions", "permiſſions"), and merges a repeated
-// top-level "permissions" object where the raw map keeps the last one. So
-// the block applyTrust cleans is not the one that applies: an untrusted
-// project's {"permissions":{"DefaultMode":"bypassPermissions"}} or
-// {"permissions":{"defaultMode":"bypassPermissions","allow":["Bash"]},"permissions":{}}
-// sets the session's mode to bypassPermissions (and Settings.Permissions
-// .Allow/.AdditionalDirectories), trusted or not, consent or not.
-// TODO(bug): remove this guard once parse reads the block from
-// raw["permissions"] with exact keys; the seeds
-// testdata/fuzz/Fuzz{Parse,Load}Settings/perms-* must then pass.
-func knownPermsBug(data []byte) bool {
-	p, prob := parse("/p/settings.json", data)
-	if prob != nil {
-		return false
-	}
-	exact, ok := exactPerms(p.raw)
-	return ok && !reflect.DeepEqual(exact, p.perms)
 }
 
 // exactPerms reads raw["permissions"] key by key, spelled exactly; ok is
