@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml/token"
 
 	"github.com/tackle-agent/tackle/internal/frontmatter"
+	"github.com/tackle-agent/tackle/internal/yamlbound"
 )
 
 // maxValues bounds the values a frontmatter may expand to: YAML aliases
@@ -244,14 +245,17 @@ func (r *reader) readFrontmatter(fm string) bool {
 		r.fatal(position{2, 1}, "the frontmatter is %s, not `key: value` lines: the file is skipped", kindOfNode(root))
 		return false
 	}
+	// A YAML alias repeats its anchor's whole value: what the frontmatter
+	// holds itself and 1 KB more of repeated text (an anchored hooks block
+	// used a few times), or a few hundred bytes could stand for gigabytes.
+	if err := yamlbound.CheckFile(file, yamlbound.Limits{Bytes: len(fm) + 1024, Nodes: min(len(fm)/2+1024, maxValues)}); err != nil {
+		r.fatal(position{2, 1}, "the frontmatter is refused: %v; the file is skipped", err)
+		return false
+	}
 	var v any
 	if err := yaml.NodeToValue(m, &v); err != nil {
 		line, col, msg := yamlPos(err)
 		r.fatal(position{line + 1, col}, "the frontmatter is not valid YAML: %s; the file is skipped", msg)
-		return false
-	}
-	if n := countValues(v, maxValues+1); n > maxValues {
-		r.fatal(position{2, 1}, "the frontmatter expands to more than %d values (YAML aliases): the file is skipped", maxValues)
 		return false
 	}
 	vals, _ := asMap(v)
@@ -345,34 +349,6 @@ func yamlPos(err error) (line, col int, msg string) {
 		return 1, 1, ye.GetMessage()
 	}
 	return 1, 1, err.Error()
-}
-
-// countValues counts the values in v, stopping at limit.
-func countValues(v any, limit int) int {
-	n := 0
-	var walk func(any)
-	walk = func(v any) {
-		if n >= limit {
-			return
-		}
-		n++
-		switch x := v.(type) {
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[any]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	walk(v)
-	return n
 }
 
 func asMap(v any) (map[string]any, bool) {

@@ -80,7 +80,6 @@ func FuzzParseDefinition(f *testing.F) {
 			t.Fatalf("the definition does not encode: %v", err)
 		}
 		if limit := 8*len(data) + 4096; len(b) > limit {
-			skipKnownBug(t, knownAliasStrings(data), "aliases of a long string are bounded by count, not size; see knownAliasStrings")
 			t.Fatalf("a %d-byte file gives a %d-byte definition, over %d", len(data), len(b), limit)
 		}
 		again, _ := agentdef.Parse(path, data)
@@ -98,28 +97,6 @@ func FuzzParseDefinition(f *testing.F) {
 			t.Fatalf("round trip: %s differs\nwritten back:\n%s", diff, back)
 		}
 	})
-}
-
-// skipKnownBug skips an input that shows a bug already reported (cond),
-// so the tree stays green while the seed that shows it is kept. Set
-// TACKLE_FUZZ_KNOWN_BUGS=1 to see those failures.
-func skipKnownBug(t *testing.T, cond bool, why string) {
-	t.Helper()
-	if cond && os.Getenv("TACKLE_FUZZ_KNOWN_BUGS") == "" {
-		t.Skip("TODO(bug): " + why)
-	}
-}
-
-// knownAliasStrings reports a frontmatter with YAML aliases. Parse bounds
-// what aliases expand to by the number of values (maxValues, 10000), not
-// by their size: `a: &a "<N bytes>"` and three levels of `[*a, *a, …]`
-// (1111 values) put 1000 copies of the string into Hooks (or an inline
-// MCP server's Config), so a file of 2.2 KB gives a 2 MB definition and
-// one at the 1 MiB limit about 1 GB. TODO(bug): remove once the bound
-// counts bytes too (testdata/fuzz/FuzzParseDefinition/alias-amplified-string
-// keeps the input).
-func knownAliasStrings(data []byte) bool {
-	return bytes.Contains(data, []byte("*")) && bytes.Contains(data, []byte("&"))
 }
 
 func checkDefinition(t *testing.T, d *agentdef.Definition, path string, nameRE *regexp.Regexp) {

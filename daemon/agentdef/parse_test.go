@@ -222,7 +222,7 @@ func TestParseProblems(t *testing.T) {
 		{"NUL byte", "---\nname: a\x00\n---\n", false,
 			[]string{"0:0: [skipped] the file is not text (a NUL byte at offset 11): the file is skipped"}},
 		{"alias bomb", "---\nname: a\ndescription: d\n" + bomb() + "---\n", false,
-			[]string{"2:1: [skipped] the frontmatter expands to more than 10000 values (YAML aliases): the file is skipped"}},
+			[]string{"2:1: [skipped] the frontmatter is refused: its YAML aliases expand it to more than 1353 bytes; the file is skipped"}},
 
 		// Limiting fields: a wrong value skips the file.
 		{"unknown permission mode", agent("permissionMode: yolo\n"), false,

@@ -682,6 +682,9 @@ func parseMCPEntry(name string, raw json.RawMessage, env map[string]string) (*MC
 			s.Warnings = append(s.Warnings, `"headers" are ignored for a stdio server`)
 		}
 		s.Command = x.expand(command)
+		if strings.TrimSpace(s.Command) == "" {
+			return nil, fmt.Errorf(`the "command" %q expands to nothing: a stdio server needs a command`, command)
+		}
 		for i, a := range s.Args {
 			s.Args[i] = x.expand(a)
 		}

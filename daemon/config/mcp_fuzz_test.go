@@ -204,7 +204,6 @@ func checkMCPServer(t *testing.T, s *MCPServer, name string) {
 	}
 	switch s.Type {
 	case "stdio":
-		skipKnownBug(t, knownEmptyExpansion(s.Command), "a command that expands to nothing is accepted; see knownEmptyExpansion")
 		if strings.TrimSpace(s.Command) == "" {
 			t.Fatalf("stdio server %q without a command: %+v", name, s)
 		}
@@ -233,15 +232,6 @@ func checkMCPServer(t *testing.T, s *MCPServer, name string) {
 	if d := s.Digest(); len(d) != 64 || strings.Trim(d, "0123456789abcdef") != "" {
 		t.Fatalf("digest %q", d)
 	}
-}
-
-// knownEmptyExpansion: "${EMPTY}" (a variable that is set and empty)
-// expands to "", and parseMCPEntry checks the command before expanding it,
-// so a stdio server whose command is only such references is accepted and
-// fails when it is started. TODO(bug): remove once the check runs after
-// the expansion (testdata/fuzz/FuzzParseMCPEntry/empty-command keeps the input).
-func knownEmptyExpansion(command string) bool {
-	return strings.TrimSpace(command) == ""
 }
 
 // mcpStrings joins every string of s, to look for what expansion reads.

@@ -192,16 +192,6 @@ func FuzzLoadSettings(f *testing.F) {
 	})
 }
 
-// skipKnownBug skips an input that shows a bug already reported (cond),
-// so the tree stays green while the seed that shows it is kept. Set
-// TACKLE_FUZZ_KNOWN_BUGS=1 to see those failures.
-func skipKnownBug(t *testing.T, cond bool, why string) {
-	t.Helper()
-	if cond && os.Getenv("TACKLE_FUZZ_KNOWN_BUGS") == "" {
-		t.Skip("TODO(bug): " + why)
-	}
-}
-
 // exactPerms reads raw["permissions"] key by key, spelled exactly; ok is
 // false when the block has a value of the wrong type.
 func exactPerms(raw map[string]json.RawMessage) (fp filePermissions, ok bool) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tackle-agent/tackle/internal/frontmatter"
 	"github.com/tackle-agent/tackle/internal/safefile"
+	"github.com/tackle-agent/tackle/internal/yamlbound"
 )
 
 // MaxDescription is the length in characters (runes) to which a skill's
@@ -262,12 +263,23 @@ func splitFrontmatter(text string) (fm, body string, has, ok bool) {
 	return "", "", true, false
 }
 
+// frontmatterBound is what the frontmatter fm may expand to: what it
+// holds itself and 1 KB more of text that aliases repeat (an anchored hooks
+// block used a few times). A YAML alias repeats its anchor's whole value,
+// so without a bound a few hundred bytes could stand for gigabytes.
+func frontmatterBound(fm string) yamlbound.Limits {
+	return yamlbound.Limits{Bytes: len(fm) + 1024, Nodes: len(fm)/2 + 1024}
+}
+
 // readFrontmatter decodes the frontmatter. A Problem (without Path) is
 // returned when neither YAML nor the lenient reading can make sense of it;
 // its line is the file's (the frontmatter starts on line 2).
 func readFrontmatter(fm string) (map[string]any, []string, *Problem) {
 	if strings.TrimSpace(fm) == "" {
 		return nil, nil, nil
+	}
+	if err := yamlbound.Check([]byte(fm), frontmatterBound(fm)); err != nil {
+		return nil, nil, &Problem{Line: 2, Column: 1, Message: "the frontmatter is refused: " + err.Error()}
 	}
 	var v any
 	err := yaml.Unmarshal([]byte(fm), &v)
