@@ -66,11 +66,12 @@ tools: ## build buf, the protoc plugins and grpcurl into .bin/ (from tools/go.mo
 	    google.golang.org/protobuf/cmd/protoc-gen-go google.golang.org/grpc/cmd/protoc-gen-go-grpc \
 	    github.com/fullstorydev/grpcurl/cmd/grpcurl
 
-generate: tools ## regenerate gen/ from proto/
+generate: tools ## regenerate gen/ from proto/, and the documented descriptors reflection serves (daemon/server/tackle.binpb)
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
+	PATH=$(TOOLS):$$PATH $(TOOLS)/buf build -o daemon/server/tackle.binpb
 
-check-generate: generate ## fail when gen/ is not what proto/ generates
-	@git diff --exit-code -- gen/ && test -z "$$(git status --porcelain -- gen/)" || \
+check-generate: generate ## fail when gen/ or daemon/server/tackle.binpb is not what proto/ generates
+	@git diff --exit-code -- gen/ daemon/server/tackle.binpb && test -z "$$(git status --porcelain -- gen/ daemon/server/tackle.binpb)" || \
 	  { echo "gen/ is stale: run 'make generate' and commit"; exit 1; }
 
 lint: tools ## buf lint, go vet, gofmt, go mod tidy leaves go.mod and go.sum unchanged

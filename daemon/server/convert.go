@@ -318,6 +318,14 @@ var decisionFromProto = map[tacklev1.Decision]string{
 	tacklev1.Decision_DECISION_DENY:         permission.DenyAnswer,
 }
 
+// decisionFromOption maps PermissionOption.option names to answers.
+var decisionFromOption = map[string]string{
+	optionAllowOnce:        permission.AllowOnce,
+	optionAllowAlways:      permission.AllowAlways,
+	optionDeny:             permission.DenyAnswer,
+	optionDenyWithFeedback: permission.DenyAnswer,
+}
+
 var scopeFromProto = map[tacklev1.Scope]string{
 	tacklev1.Scope_SCOPE_UNSPECIFIED: "",
 	tacklev1.Scope_SCOPE_SESSION:     "session",
@@ -334,8 +342,18 @@ func answerFromProto(in *tacklev1.PermissionAnswer, clientID string) (permission
 		return permission.Answer{}, invalidf("permission answer needs session_id and request_id")
 	}
 	d, ok := decisionFromProto[in.GetDecision()]
+	if o := in.GetOption(); o != "" {
+		od, known := decisionFromOption[o]
+		switch {
+		case !known:
+			return permission.Answer{}, invalidf("unknown permission option %q: use one of the request's options (allow_once, allow_always, deny, deny_with_feedback)", o)
+		case ok && od != d:
+			return permission.Answer{}, invalidf("permission answer has decision %s and option %q, which disagree: give one of them", in.GetDecision(), o)
+		}
+		d, ok = od, true
+	}
 	if !ok {
-		return permission.Answer{}, invalidf("permission answer needs a decision: allow_once, allow_always or deny")
+		return permission.Answer{}, invalidf("permission answer needs an option (allow_once, allow_always, deny, deny_with_feedback) or a decision")
 	}
 	sc, ok := scopeFromProto[in.GetScope()]
 	if !ok {

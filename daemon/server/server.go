@@ -29,7 +29,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/reflection"
 
 	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/dispatch"
@@ -209,8 +208,9 @@ func New(opts *Options) (*Server, error) {
 	if s.opts.HookList != nil {
 		tacklev1.RegisterHookServiceServer(s.grpc, &hookService{s: s})
 	}
+	tacklev1.RegisterCallServiceServer(s.grpc, &callService{s: s})
 	healthpb.RegisterHealthServer(s.grpc, s.health)
-	reflection.Register(s.grpc)
+	registerReflection(s.grpc, s.log)
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	s.health.SetServingStatus(tacklev1.TackleService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	return s, nil

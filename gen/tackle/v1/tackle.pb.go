@@ -957,19 +957,29 @@ func (x *Cancel) GetCallId() string {
 	return ""
 }
 
-// PermissionAnswer answers a pending permission request. The first answer wins.
+// PermissionAnswer answers a pending permission request. The first answer
+// wins. To answer with one of the request's options, copy its option and
+// scope: {"option": "allow_always", "scope": "SCOPE_PROJECT"}.
 type PermissionAnswer struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	Decision  Decision               `protobuf:"varint,3,opt,name=decision,proto3,enum=tackle.v1.Decision" json:"decision,omitempty"`
-	Scope     Scope                  `protobuf:"varint,4,opt,name=scope,proto3,enum=tackle.v1.Scope" json:"scope,omitempty"`
+	// decision is the answer as an enum; option (below) is the same answer
+	// in the words of PermissionOption.option, the events, the audit log
+	// and the CLI. Give one of them (both must agree).
+	Decision Decision `protobuf:"varint,3,opt,name=decision,proto3,enum=tackle.v1.Decision" json:"decision,omitempty"`
+	// scope is where an allow_always answer saves its rule (default: the
+	// session), as in PermissionOption.scope.
+	Scope Scope `protobuf:"varint,4,opt,name=scope,proto3,enum=tackle.v1.Scope" json:"scope,omitempty"`
 	// feedback is told to the model with a denial.
 	Feedback string `protobuf:"bytes,5,opt,name=feedback,proto3" json:"feedback,omitempty"`
 	// updated_input_json replaces the call's input (it is validated again).
 	UpdatedInputJson string `protobuf:"bytes,6,opt,name=updated_input_json,json=updatedInputJson,proto3" json:"updated_input_json,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// option is one of the request's option names: allow_once,
+	// allow_always, deny, deny_with_feedback (a deny with feedback).
+	Option        string `protobuf:"bytes,7,opt,name=option,proto3" json:"option,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PermissionAnswer) Reset() {
@@ -1040,6 +1050,13 @@ func (x *PermissionAnswer) GetFeedback() string {
 func (x *PermissionAnswer) GetUpdatedInputJson() string {
 	if x != nil {
 		return x.UpdatedInputJson
+	}
+	return ""
+}
+
+func (x *PermissionAnswer) GetOption() string {
+	if x != nil {
+		return x.Option
 	}
 	return ""
 }
@@ -8718,7 +8735,7 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\x12\x17\n" +
-	"\acall_id\x18\x03 \x01(\tR\x06callId\"\xf3\x01\n" +
+	"\acall_id\x18\x03 \x01(\tR\x06callId\"\x8b\x02\n" +
 	"\x10PermissionAnswer\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x1d\n" +
@@ -8727,7 +8744,8 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\bdecision\x18\x03 \x01(\x0e2\x13.tackle.v1.DecisionR\bdecision\x12&\n" +
 	"\x05scope\x18\x04 \x01(\x0e2\x10.tackle.v1.ScopeR\x05scope\x12\x1a\n" +
 	"\bfeedback\x18\x05 \x01(\tR\bfeedback\x12,\n" +
-	"\x12updated_input_json\x18\x06 \x01(\tR\x10updatedInputJson\"(\n" +
+	"\x12updated_input_json\x18\x06 \x01(\tR\x10updatedInputJson\x12\x16\n" +
+	"\x06option\x18\a \x01(\tR\x06option\"(\n" +
 	"\aEndTurn\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\"\x7f\n" +
