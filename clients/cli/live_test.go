@@ -82,3 +82,23 @@ func TestLiveOutputLines(t *testing.T) {
 		t.Errorf("end of a silent call = %q, %v", rest, streamed)
 	}
 }
+
+// TestRunLiveTerminal: on a terminal, tackle run shows a running call's
+// elapsed time while it is silent.
+func TestRunLiveTerminal(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skip("no sleep command here")
+	}
+	_, fm, dir, environ := chatEnv(t, nil)
+	fm.SetScript(fakemodel.Turns(
+		fakemodel.Call("Bash", map[string]any{"command": sleep + " 1.6"}),
+		fakemodel.Say("Slept."),
+	))
+	tc := startTermChat(t, environ, "run", "sleep a little", "--cwd", dir, "--permission-mode", "bypassPermissions")
+	tc.out.waitForMatch(t, regexp.MustCompile(`Bash \S*sleep 1\.6 \(1\.\ds\)`))
+	tc.out.waitFor(t, "Slept.")
+	if err := tc.wait(); err != nil {
+		t.Errorf("tackle run: %v\n%s", err, tc.out.String())
+	}
+}

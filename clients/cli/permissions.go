@@ -71,7 +71,8 @@ func (a *app) pendingCommand() *cobra.Command {
 					return nil
 				}
 				for _, p := range reqs {
-					fmt.Fprintf(a.stdout, "%s  session %s  %s %s\n    %s\n", p.GetRequestId(), p.GetSessionId(), p.GetTool(), clip(p.GetInputJson(), 200), p.GetReason())
+					fmt.Fprintf(a.stdout, "%s  session %s  %s\n    %s\n", p.GetRequestId(), p.GetSessionId(), p.GetTool(), reasonLine(p))
+					writePreview(a.stdout, p, "    ", a.colour(a.stdout))
 					if ag := p.GetAgent(); ag != nil {
 						fmt.Fprintf(a.stdout, "    asked by agent %s, session %s\n", agentRefName(ag), ag.GetId())
 					}

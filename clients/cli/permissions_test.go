@@ -58,7 +58,7 @@ func TestPermissionsCommands(t *testing.T) {
 		t.Fatalf("pending = %v, %v\n%s", pending, err, r.stdout)
 	}
 	golden(t, "permissions_pending", normalize(t, r.stdout, repl))
-	if r := tackle(t, d, "", "permissions", "pending").mustCode(t, 0); !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "Bash(mkdir made *)") {
+	if r := tackle(t, d, "", "permissions", "pending").mustCode(t, 0); !strings.Contains(r.stdout, id) || !strings.Contains(r.stdout, "Bash(mkdir made:*)") || !strings.Contains(r.stdout, "    $ mkdir made\n") {
 		t.Errorf("pending for people:\n%s", r.stdout)
 	}
 

@@ -115,9 +115,10 @@ func (a *app) runPrompt(ctx context.Context, c *client.Client, sid, text string,
 			pr.in, pr.out = in, out
 		}
 	}
-	v := &runView{a: a, asJSON: f.asJSON, tree: newAgentTree()}
+	v := &runView{a: a, asJSON: f.asJSON, tree: newAgentTree(), running: map[string]time.Time{}}
+	defer v.stopSpinner()
 	if pr != nil {
-		pr.before = v.tree.broke
+		pr.before = func() { v.stopSpinner(); v.tree.broke() }
 	}
 	interrupted := ctx.Done()
 	var grace <-chan time.Time
@@ -172,11 +173,55 @@ type runView struct {
 	sawDeltas bool // text came as deltas: assistant_message need not repeat it
 	tree      *agentTree
 	live      liveOutput // running calls' output, streamed as it comes
+
+	// On a terminal, while calls run and nothing else prints, a spinner
+	// names the call and counts the time since it started.
+	running map[string]time.Time // call id → when its turn started
+	label   string               // the running call (or how many)
+	spin    *spinner
 }
 
+// stopSpinner clears the spinner, if one is drawn.
+func (v *runView) stopSpinner() {
+	v.spin.Stop()
+	v.spin = nil
+}
+
+// event prints one event; on a terminal the spinner of the running calls
+// is cleared first and drawn again after it (not while a prompt waits).
 func (v *runView) event(e *tacklev1.Event, pr *prompter) error {
 	if v.asJSON {
 		return v.a.printEvent(e, true, nil)
+	}
+	v.stopSpinner()
+	defer func() {
+		if len(v.running) == 0 || (pr != nil && len(pr.pending) > 0) {
+			return
+		}
+		first := time.Now()
+		for _, t := range v.running {
+			if t.Before(first) {
+				first = t
+			}
+		}
+		v.spin = startSpinner(v.a.stderr, v.label)
+		v.spin.SetStart(first)
+	}()
+	switch e.GetType() {
+	case "turn_started":
+		for _, c := range e.GetCalls() {
+			v.running[c.GetId()] = time.Now()
+		}
+		if cs := e.GetCalls(); len(cs) == 1 {
+			v.label = strings.TrimSpace(cs[0].GetName() + " " + mainArgument(cs[0].GetInputJson()))
+		} else {
+			v.label = fmt.Sprintf("%d calls", len(cs))
+		}
+	case "call_result":
+		delete(v.running, e.GetCallId())
+		delete(v.running, e.GetResult().GetId())
+	case "prompt_ended":
+		clear(v.running)
 	}
 	w := v.a.stdout
 	if lines, ok := v.tree.lines(e); ok {
