@@ -214,6 +214,10 @@ func TestPromptWritesThroughThePermissionPrompt(t *testing.T) {
 	if strings.Join(ids, " ") != "allow_once/allow_once allow_always/allow_always reject_once/reject_once" {
 		t.Errorf("options: %v", ids)
 	}
+	// The request shows the daemon's preview: the diff the Write would make.
+	if c := f.ed.asked[0].ToolCall.Content; len(c) != 1 || c[0].Content == nil || c[0].Content.Content.Text == nil || !strings.Contains(c[0].Content.Content.Text.Text, "+hi from acp") {
+		t.Errorf("the permission request's content: %+v", c)
+	}
 	var diff *sdk.ToolCallContentDiff
 	for _, u := range f.ed.updates {
 		if u.ToolCallUpdate != nil {

@@ -405,6 +405,11 @@ func (s *session) ask(p *tacklev1.PermissionRequest) {
 	req := sdk.RequestPermissionRequest{SessionId: sdk.SessionId(s.id), Options: options, ToolCall: sdk.ToolCallUpdate{
 		ToolCallId: sdk.ToolCallId(p.GetCallId()), Title: &t, Kind: &kind, Status: &st, Locations: locations(in), RawInput: raw,
 	}}
+	if pv := p.GetPreview(); pv != "" {
+		// What the call would do, as the daemon renders it for every
+		// client: an edit's diff, a command and its directory, a URL.
+		req.ToolCall.Content = []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(pv))}
+	}
 	// The request was announced in this session; a sub-agent's is
 	// answered here too (it is open in its root session, this one).
 	answerSession := s.id
