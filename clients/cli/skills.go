@@ -76,7 +76,9 @@ func (a *app) skillsListCommand() *cobra.Command {
 					return err
 				}
 				if n := len(resp.GetProblems()); n > 0 {
-					fmt.Fprintf(a.stderr, "tackle: %d skill %s could not be read: tackle skills doctor\n", n, plural(n, "file", "files"))
+					// A problem is a skill file that cannot be read or an enabled
+					// plugin that does not load: doctor says which.
+					fmt.Fprintf(a.stderr, "tackle: %d %s: tackle skills doctor\n", n, plural(n, "problem", "problems"))
 				}
 				if asJSON {
 					out := make([]skillJSON, 0, len(resp.GetSkills()))
