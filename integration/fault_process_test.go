@@ -237,13 +237,21 @@ func testProcessDiesWithDaemon(t *testing.T, sandboxed bool) {
 		}
 		rec = processRecord(t, root)
 	}
-	before := tagged(rec.Tag)
-	comms := map[string]int{}
-	for _, p := range before {
-		comms[p.comm]++
-	}
-	if comms["sleep"] < 6 || comms["sh"] < 3 {
-		t.Fatalf("not every process is running and tagged: %v", comms)
+	// Every sleep runs (the double fork's may take a moment to start).
+	var before []procStat
+	var comms map[string]int
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		before = tagged(rec.Tag)
+		comms = map[string]int{}
+		for _, p := range before {
+			comms[p.comm]++
+		}
+		if comms["sleep"] >= 6 && comms["sh"] >= 3 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("not every process is running and tagged: %v", comms)
+		}
 	}
 	if sandboxed && comms["bwrap"] < 4 {
 		t.Fatalf("the Bash commands do not run in the sandbox: %v", comms)

@@ -58,7 +58,7 @@ const forkers = 4
 // and then calls Release.
 type Handle struct {
 	pid, pgid int
-	start     uint64 // /proc/<pid>/stat starttime, 0 if unknown
+	start     uint64 // /proc/<pid>/stat starttime, 0 until the recorder reads it (guarded by global.mu)
 	what      string
 	once      sync.Once
 }
@@ -75,8 +75,9 @@ func (h *Handle) Release() {
 }
 
 type startReq struct {
-	fn   func() error
-	done chan error
+	fn     func() error
+	enters bool // fn enters a namespace (Start's enter)
+	done   chan error
 }
 
 var (
@@ -150,7 +151,7 @@ func forker() {
 		// (sandboxnet's enter keeps its thread locked then) leaves
 		// this thread unusable: park it for good — exiting would kill
 		// its children — and let a fresh forker take its place.
-		if netns != 0 {
+		if r.enters && netns != 0 {
 			if st, err := os.Stat("/proc/thread-self/ns/net"); err == nil && st.Sys().(*syscall.Stat_t).Ino != netns {
 				go forker()
 				select {}
@@ -159,9 +160,10 @@ func forker() {
 	}
 }
 
-// onForker runs fn on a forker thread and returns its error.
-func onForker(fn func() error) error {
-	r := startReq{fn: fn, done: make(chan error, 1)}
+// onForker runs fn on a forker thread and returns its error. enters says
+// that fn enters a namespace.
+func onForker(fn func() error, enters bool) error {
+	r := startReq{fn: fn, enters: enters, done: make(chan error, 1)}
 	reqs <- r
 	for {
 		_, err := unix.Write(wakeW, []byte{0})
@@ -215,7 +217,7 @@ func Start(cmd *exec.Cmd, what string, enter func(start func() error) error) (*H
 	}
 	var err error
 	if inited.Load() {
-		err = onForker(fork)
+		err = onForker(fork, enter != nil)
 	} else {
 		err = fork()
 	}
@@ -225,7 +227,6 @@ func Start(cmd *exec.Cmd, what string, enter func(start func() error) error) (*H
 	if a.Setpgid && a.Pgid != 0 {
 		h.pgid = a.Pgid
 	}
-	h.start, _ = starttime(h.pid)
 	global.record(h)
 	return h, nil
 }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 const helperEnv = "TACKLE_PROC_TEST_HELPER"
@@ -41,6 +43,47 @@ func helper() {
 	}
 	fmt.Println(cmd.Process.Pid)
 	select {}
+}
+
+// waitRecord reads the record file at path until ok accepts it (the
+// recorder writes it a moment after a Start), and returns it and its bytes.
+func waitRecord(t *testing.T, path string, ok func(Record) bool) (Record, []byte) {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		b, err := os.ReadFile(path)
+		var rec Record
+		if err == nil {
+			if err := json.Unmarshal(b, &rec); err != nil {
+				t.Fatalf("the record %q: %v", b, err)
+			}
+			if ok(rec) {
+				return rec, b
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the record is %s (%v)", b, err)
+		}
+	}
+}
+
+// startOwned starts cmd as it is (no Pdeathsig, no group, no record, no
+// tag) but owned, as Start's are: a test's os/exec child in a session of
+// its own must be, or the reaper (once Init ran) takes its exit status.
+func startOwned(cmd *exec.Cmd) error {
+	global.forkMu.RLock()
+	defer global.forkMu.RUnlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	global.own(&Handle{pid: cmd.Process.Pid, pgid: cmd.Process.Pid, what: "test"})
+	return nil
+}
+
+// releaseOwned undoes startOwned once cmd has been waited for.
+func releaseOwned(cmd *exec.Cmd) {
+	global.mu.Lock()
+	delete(global.owned, cmd.Process.Pid)
+	global.mu.Unlock()
 }
 
 // gone reports whether pid has exited (gone, or a zombie nobody reaped yet).
@@ -94,13 +137,15 @@ func TestChildSurvivesThreadExits(t *testing.T) {
 	// then ends is killed with it.
 	var wg sync.WaitGroup
 	var naive *exec.Cmd
+	var tid int
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		tid = unix.Gettid()
 		naive = exec.Command("/bin/sleep", "60")
 		naive.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := naive.Start(); err != nil {
+		if err := startOwned(naive); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -108,10 +153,18 @@ func TestChildSurvivesThreadExits(t *testing.T) {
 	if naive.Process == nil {
 		t.FailNow()
 	}
-	err := naive.Wait()
-	if ws, ok := naive.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("a child forked on a thread that ended: %v (%v), want killed by SIGKILL", naive.ProcessState, err)
+	if tid == os.Getpid() {
+		// The goroutine ran on the main thread, which the runtime
+		// never ends (it wedges it): nothing to show this time.
+		naive.Process.Kill() //nolint:errcheck // cleanup
+		naive.Wait()         //nolint:errcheck // killed
+	} else {
+		err := naive.Wait()
+		if ws, ok := naive.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+			t.Fatalf("a child forked on a thread that ended: %v (%v), want killed by SIGKILL", naive.ProcessState, err)
+		}
 	}
+	releaseOwned(naive)
 
 	cmd := exec.Command("/bin/sleep", "60")
 	h, err := Start(cmd, "test", nil)
@@ -241,12 +294,13 @@ func startGroup(t *testing.T, tag string) (*exec.Cmd, uint64) {
 		cmd.Env = append(os.Environ(), TagVar+"="+tag)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := startOwned(cmd); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill() //nolint:errcheck // cleanup
 		cmd.Wait()         //nolint:errcheck // cleanup
+		releaseOwned(cmd)
 	})
 	st, err := starttime(cmd.Process.Pid)
 	if err != nil {
@@ -319,38 +373,53 @@ func TestRecover(t *testing.T) {
 	}
 	buf := make([]byte, 64)
 	n, _ := out.Read(buf)
-	var rec Record
-	b, _ := os.ReadFile(path)
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatal(err)
-	}
+	rec, b := waitRecord(t, path, func(rec Record) bool { return len(rec.Groups) == 1 })
 	if string(buf[:n]) != rec.Tag || rec.Tag == "" {
 		t.Errorf("the child's %s is %q, the record's tag %q", TagVar, buf[:n], rec.Tag)
 	}
-	if len(rec.Groups) != 1 || rec.Groups[0].PGID != cmd.Process.Pid || rec.Groups[0].Start == 0 || rec.PID != os.Getpid() {
+	if rec.Groups[0].PGID != cmd.Process.Pid || rec.Groups[0].Start == 0 || rec.PID != os.Getpid() {
 		t.Errorf("record %s, want the group %d", b, cmd.Process.Pid)
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("record file mode: %v %v", fi.Mode(), err)
 	}
-	cmd.Process.Kill() //nolint:errcheck // the test
-	cmd.Wait()         //nolint:errcheck // killed
-	h.Release()
-	b, _ = os.ReadFile(path)
-	rec = Record{}
-	json.Unmarshal(b, &rec) //nolint:errcheck // checked below
-	if len(rec.Groups) != 0 {
-		t.Errorf("released, the record still lists %s", b)
+	// A second group makes the record longer; both released, the next
+	// Start's record, shorter, replaces it whole (released groups are
+	// dropped at the next write).
+	cmd2 := exec.Command("/bin/sleep", "60")
+	h2, err := Start(cmd2, "hook", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	_, long := waitRecord(t, path, func(rec Record) bool { return len(rec.Groups) == 2 })
+	for _, c := range []*exec.Cmd{cmd, cmd2} {
+		c.Process.Kill() //nolint:errcheck // the test
+		c.Wait()         //nolint:errcheck // killed
+	}
+	h.Release()
+	h2.Release()
+	last := exec.Command("/bin/sleep", "60")
+	h3, err := Start(last, "mcp", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, b = waitRecord(t, path, func(rec Record) bool { return len(rec.Groups) == 1 && rec.Groups[0].PGID == last.Process.Pid })
+	if rec.Groups[0].What != "mcp" || len(b) >= len(long) {
+		t.Errorf("after two releases and a start, the record is %s (was %s)", b, long)
+	}
+	last.Process.Kill() //nolint:errcheck // the test
+	last.Wait()         //nolint:errcheck // killed
+	h3.Release()
 
 	// A leftover found by the previous run's tag alone (it left its group).
 	tag := "test-tag-" + strconv.Itoa(os.Getpid())
 	orphan := exec.Command("/bin/sleep", "60")
 	orphan.Env = append(os.Environ(), TagVar+"="+tag)
 	orphan.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := orphan.Start(); err != nil {
+	if err := startOwned(orphan); err != nil {
 		t.Fatal(err)
 	}
+	defer releaseOwned(orphan)
 	writeRecord(t, path, Record{Version: 1, PID: 1 << 22, Start: self, BootID: bootID(), Tag: tag})
 	killed, _ = Recover(path)
 	if len(killed) != 1 || !killed[0].ByTag || killed[0].PID != orphan.Process.Pid {
@@ -498,12 +567,13 @@ func TestRecoverOtherUser(t *testing.T) {
 		c := exec.Command("/bin/sleep", "60")
 		c.Env = append(os.Environ(), TagVar+"="+tag)
 		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: !setsid, Setsid: setsid, Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		if err := c.Start(); err != nil {
+		if err := startOwned(c); err != nil {
 			t.Fatal(err)
 		}
 		defer func() {
 			c.Process.Kill() //nolint:errcheck // cleanup
 			c.Wait()         //nolint:errcheck // cleanup
+			releaseOwned(c)
 		}()
 		cmds = append(cmds, c)
 	}

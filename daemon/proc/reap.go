@@ -19,6 +19,13 @@ import (
 // long is nobody's.
 const zombieGrace = 5 * time.Second
 
+// zombieSeen is when a zombie under zombieGrace was first seen, and its
+// start time, which tells it from a later process with the same pid.
+type zombieSeen struct {
+	start uint64
+	at    time.Time
+}
+
 // reap is the reaper: it blocks in waitid(P_ALL, WEXITED|WNOWAIT), which
 // reports an exited child without reaping it, and then decides:
 //   - a pid started by Start and not released is its owner's: the reaper
@@ -37,8 +44,9 @@ func (r *registry) reap() {
 	if sid, err := unix.Getsid(0); err == nil {
 		selfSid = sid
 	}
-	seen := map[int]time.Time{} // zombies under zombieGrace: when first seen
+	seen := map[int]zombieSeen{} // zombies under zombieGrace
 	backoff := time.Duration(0)
+	last := 0 // the pid waitid reported last
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOWAIT, nil)
@@ -54,17 +62,27 @@ func (r *registry) reap() {
 			continue
 		}
 		pid := int(siginfoPid(&info))
+		if pid != last {
+			backoff = 0 // another zombie: the waits below are for one that stays
+		}
+		last = pid
+		// Most often the child's owner has reaped it since waitid
+		// reported it: judging that one pid is enough. An owned zombie
+		// (or one under the grace) that stays hides the others from
+		// waitid: after a while every child is judged.
+		kids := []int{pid}
 		if r.isOwned(pid) {
-			// The owner's Wait is about to take it; look again soon,
-			// and sweep in case it is not and hides other zombies.
+			// The owner's Wait is about to take it; look again soon.
 			backoff = min(max(2*backoff, time.Millisecond), time.Second)
 			idle(backoff)
 			if backoff < 100*time.Millisecond {
 				continue
 			}
+			kids = nil
+		} else if backoff >= 100*time.Millisecond {
+			kids = nil
 		}
-		pending := r.sweep(self, selfPgrp, selfSid, seen)
-		if !pending {
+		if !r.sweep(kids, self, selfPgrp, selfSid, seen) {
 			backoff = 0
 			continue
 		}
@@ -73,18 +91,23 @@ func (r *registry) reap() {
 	}
 }
 
-// sweep reaps the zombie children that are nobody's, and reports whether
-// zombies are left (owned ones, or ones under the grace).
-func (r *registry) sweep(self, selfPgrp, selfSid int, seen map[int]time.Time) (pending bool) {
+// sweep reaps those of kids (nil: every child) that are zombies and
+// nobody's, and reports whether zombies are left among them (owned ones,
+// or ones under the grace).
+func (r *registry) sweep(kids []int, self, selfPgrp, selfSid int, seen map[int]zombieSeen) (pending bool) {
 	r.forkMu.Lock()
 	defer r.forkMu.Unlock()
-	kids := children(self)
+	all := kids == nil
+	if all {
+		kids = children(self)
+	}
 	alive := make(map[int]bool, len(kids))
 	t := now()
 	for _, pid := range kids {
 		alive[pid] = true
 		p, err := readStat(pid)
 		if err != nil || p.state != 'Z' || p.ppid != self {
+			delete(seen, pid) // reaped by its owner: the pid may be reused
 			continue
 		}
 		if r.isOwned(pid) {
@@ -94,12 +117,12 @@ func (r *registry) sweep(self, selfPgrp, selfSid int, seen map[int]time.Time) (p
 		adopted := p.sid != selfSid || (p.pgrp != pid && p.pgrp != selfPgrp)
 		if !adopted {
 			first, ok := seen[pid]
-			if !ok {
-				seen[pid] = t
+			if !ok || first.start != p.start {
+				seen[pid] = zombieSeen{start: p.start, at: t}
 				pending = true
 				continue
 			}
-			if t.Sub(first) < zombieGrace {
+			if t.Sub(first.at) < zombieGrace {
 				pending = true
 				continue
 			}
@@ -107,9 +130,11 @@ func (r *registry) sweep(self, selfPgrp, selfSid int, seen map[int]time.Time) (p
 		reapPid(pid)
 		delete(seen, pid)
 	}
-	for pid := range seen {
-		if !alive[pid] {
-			delete(seen, pid)
+	if all {
+		for pid := range seen {
+			if !alive[pid] {
+				delete(seen, pid)
+			}
 		}
 	}
 	return pending

@@ -57,7 +57,10 @@ type registry struct {
 	mu     sync.Mutex // guards the fields below
 	owned  map[int]*Handle
 	groups map[int]*Handle
-	path   string // the record file; "" when none is kept
+	path   string        // the record file; "" when none is kept
+	file   *os.File      // path, open for writing
+	size   int           // the length of the record last written
+	dirty  chan struct{} // wakes the recorder; made by the first Recover
 	runTag string
 	self   Record
 	werr   error // the last error writing the record
@@ -84,16 +87,55 @@ func (r *registry) isOwned(pid int) bool {
 	return ok
 }
 
+// record lists h's group for the recorder to write, if a record file is
+// kept. The write is off the start's path (reading the start time of a
+// process that is just exec'ing costs more than the rest of Start): a
+// daemon killed before it lands leaves the group unrecorded, its leader
+// killed by Pdeathsig and the rest found by the run's tag.
 func (r *registry) record(h *Handle) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.path == "" || h.start == 0 {
+	if r.file == nil {
 		return
 	}
 	r.groups[h.pgid] = h
-	r.writeLocked()
+	select {
+	case r.dirty <- struct{}{}:
+	default: // a write is due already
+	}
 }
 
+// recorder writes the record file when a group was added: it reads the
+// new groups' start times, then writes the groups still running. For the
+// life of the process, from the first Recover.
+func (r *registry) recorder() {
+	var todo []*Handle
+	for range r.dirty {
+		r.mu.Lock()
+		todo = todo[:0]
+		for _, h := range r.groups {
+			if h.start == 0 {
+				todo = append(todo, h)
+			}
+		}
+		r.mu.Unlock()
+		starts := make([]uint64, len(todo))
+		for i, h := range todo {
+			starts[i], _ = starttime(h.pid)
+		}
+		r.mu.Lock()
+		for i, h := range todo {
+			h.start = starts[i]
+		}
+		r.writeLocked()
+		r.mu.Unlock()
+	}
+}
+
+// release forgets h. The record file is not rewritten for it: the next
+// Start's write drops the group, and until then the group listed is gone
+// or still this run's (a member that outlived its leader), which is what
+// killLeftovers' checks tell apart.
 func (r *registry) release(h *Handle) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -102,35 +144,45 @@ func (r *registry) release(h *Handle) {
 	}
 	if r.groups[h.pgid] == h {
 		delete(r.groups, h.pgid)
-		r.writeLocked()
 	}
 }
 
-// writeLocked replaces the record file (temp file, rename; mode 0600).
-// It is not synced: the record must outlive the daemon, not the machine,
-// whose processes die with it.
+// writeLocked writes the record into the record file, in place: one
+// write at offset 0, padded with spaces to the previous length (JSON
+// allows them), then a truncation, so that the file holds a whole record
+// at every moment the daemon may be killed. It is not synced: the record
+// must outlive the daemon, not the machine, whose processes die with it.
 func (r *registry) writeLocked() {
-	if r.path == "" {
+	if r.file == nil {
 		return
 	}
 	rec := r.self
 	rec.Groups = make([]Group, 0, len(r.groups))
 	for _, h := range r.groups {
-		rec.Groups = append(rec.Groups, Group{PGID: h.pgid, Start: h.start, What: h.what})
+		if h.start != 0 { // 0: gone before its start time was read
+			rec.Groups = append(rec.Groups, Group{PGID: h.pgid, Start: h.start, What: h.what})
+		}
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
 		r.werr = err
 		return
 	}
-	tmp := r.path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+	n := len(b)
+	for len(b) < r.size {
+		b = append(b, ' ')
+	}
+	if _, err := r.file.WriteAt(b, 0); err != nil {
 		r.werr = err
 		return
 	}
-	if err := os.Rename(tmp, r.path); err != nil {
-		r.werr = err
+	if n < r.size {
+		if err := r.file.Truncate(int64(n)); err != nil {
+			r.werr = err
+			return
+		}
 	}
+	r.size = n
 }
 
 // Killed is a process group (or, with ByTag, a single process) of the
@@ -184,8 +236,25 @@ func Recover(path string) ([]Killed, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil && rerr == nil {
 		rerr = err
 	}
+	// O_NOFOLLOW: the state directory is the user's own, but a link
+	// planted there must not make the daemon write elsewhere.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		if rerr == nil {
+			rerr = fmt.Errorf("writing the process record: %w", err)
+		}
+		return killed, rerr
+	}
 	global.mu.Lock()
-	global.path, global.self, global.runTag = path, self, self.Tag
+	if global.dirty == nil {
+		global.dirty = make(chan struct{}, 1)
+		go global.recorder()
+	}
+	if global.file != nil {
+		global.file.Close()
+	}
+	global.path, global.file, global.size, global.self, global.runTag = path, f, 0, self, self.Tag
+	global.werr = nil
 	global.writeLocked()
 	werr := global.werr
 	global.mu.Unlock()
@@ -202,7 +271,8 @@ func StopRecording() {
 	defer global.mu.Unlock()
 	if global.path != "" {
 		os.Remove(global.path)
-		global.path = ""
+		global.file.Close()
+		global.path, global.file, global.size = "", nil, 0
 	}
 }
 
