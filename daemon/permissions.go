@@ -155,13 +155,19 @@ func (p *perms) forget(id string) {
 // project left out) and its own rules.
 func (p *perms) rules(sessionID, root string) (*permission.Rules, []permission.RuleProblem) {
 	st, _ := p.d.loader.Load(root)
+	return p.rulesFrom(sessionID, st, p.d.trust.Trusted(root))
+}
+
+// rulesFrom is rules with the session's settings st already read
+// (trusted: its project is trusted).
+func (p *perms) rulesFrom(sessionID string, st *config.Settings, trusted bool) (*permission.Rules, []permission.RuleProblem) {
 	// A sub-agent's session rules are its root session's: an "always"
 	// answer to any agent of the tree applies to the whole tree.
 	own := p.sessionRules(p.d.rootSessionID(sessionID))
 	if gs := p.activeGrants(sessionID); len(gs) > 0 {
 		own = append(append([]permission.Rule(nil), own...), gs...)
 	}
-	return permission.LoadRules(st, p.d.trust.Trusted(root), own)
+	return permission.LoadRules(st, trusted, own)
 }
 
 // saveAlways saves the rule of an "always" answer: scope session in the
@@ -353,6 +359,14 @@ func (d *Daemon) dispatchOptions() *dispatch.Options {
 		PermissionTimeout: d.opts.PermissionTimeout,
 		Logger:            d.opts.Logger.Named("dispatch"),
 		Rules: func(s dispatch.Session) *permission.Rules {
+			// A session's settings as its turn read them (for its working
+			// directories): one read of the settings files a turn.
+			if sess, ok := s.(*session.Session); ok {
+				if st := sess.Settings(); st != nil {
+					rs, _ := d.perms.rulesFrom(s.ID(), st, st.Trusted)
+					return rs
+				}
+			}
 			rs, _ := d.perms.rules(s.ID(), rootOf(s))
 			return rs
 		},

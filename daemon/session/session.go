@@ -501,6 +501,18 @@ func (s *Session) Environ() []string {
 	return s.ClientEnviron()
 }
 
+// Settings returns the merged settings in force for the session (nil
+// without Options.Settings), read as for WorkingDirs: once a turn, at once
+// after SettingsChanged and at least every second. The permission stage
+// takes its rules from them, so a turn reads its settings files once, not
+// once for its directories and again for its rules.
+func (s *Session) Settings() *config.Settings {
+	if fs := s.settingsNow(false); fs != nil {
+		return fs.st
+	}
+	return nil
+}
+
 // ClientEnviron returns the environment of the client that created the
 // session, as it gave it: without the settings' env. A sub-agent's
 // session starts from it (its own settings apply again).
