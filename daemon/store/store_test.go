@@ -344,6 +344,16 @@ func TestMigrationToEventChunksKeepsEvents(t *testing.T) {
 	if err := s.db.QueryRow(`SELECT COUNT(*) FROM event_chunks WHERE session_id = 's_1'`).Scan(&chunks); err != nil || chunks != 5 {
 		t.Errorf("chunks = %d, %v; want 5 (the batch with a gap made two)", chunks, err)
 	}
+	// The chunks' key stays unique, and the chunks go with their session.
+	if _, err := s.db.Exec(insertChunk, "s_1", 7, 7, "[]"); !isConstraint(err) {
+		t.Errorf("a second chunk starting at seq 7: %v, want a constraint error", err)
+	}
+	if err := s.DeleteSession(ctx, "s_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.QueryRow(`SELECT COUNT(*) FROM event_chunks`).Scan(&chunks); err != nil || chunks != 0 {
+		t.Errorf("chunks after deleting the session = %d, %v; want 0", chunks, err)
+	}
 }
 
 // TestEventsPage: a page holds the rows up to the byte bound (at least
