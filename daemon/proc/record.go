@@ -89,9 +89,10 @@ func (r *registry) isOwned(pid int) bool {
 
 // record lists h's group for the recorder to write, if a record file is
 // kept. The write is off the start's path (reading the start time of a
-// process that is just exec'ing costs more than the rest of Start): a
-// daemon killed before it lands leaves the group unrecorded, its leader
-// killed by Pdeathsig and the rest found by the run's tag.
+// process that is just exec'ing costs more than the rest of Start) and
+// waits recordDelay: a daemon killed before it lands leaves the group
+// unrecorded, its leader killed by Pdeathsig and the rest found by the
+// run's tag.
 func (r *registry) record(h *Handle) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -105,12 +106,17 @@ func (r *registry) record(h *Handle) {
 	}
 }
 
+// recordDelay is how long the recorder lets new groups wait: most tool
+// processes (a `git status`, a hook) are gone by then and cost no write.
+const recordDelay = 20 * time.Millisecond
+
 // recorder writes the record file when a group was added: it reads the
 // new groups' start times, then writes the groups still running. For the
 // life of the process, from the first Recover.
 func (r *registry) recorder() {
 	var todo []*Handle
 	for range r.dirty {
+		time.Sleep(recordDelay)
 		r.mu.Lock()
 		todo = todo[:0]
 		for _, h := range r.groups {
