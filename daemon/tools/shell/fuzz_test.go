@@ -15,8 +15,9 @@ import (
 
 // analyzeBound is the longest the analysis of one command may take
 // (issue 10): Attributes and CheckPermission, from the parse to the
-// resolved paths.
-const analyzeBound = 50 * time.Millisecond
+// resolved paths; more under the race detector, which slows it several
+// times (raceSlowdown).
+const analyzeBound = 50 * time.Millisecond * raceSlowdown
 
 // FuzzAnalyze checks the Bash analysis of any command: it never panics,
 // takes at most analyzeBound, and never calls read-only (Attributes, or
