@@ -89,7 +89,7 @@ func (t *Trust) UseClaudeCode(home, managedPath string) {
 
 // enabledLocked reports whether trust.importClaude is on: the highest of
 // the user and managed settings files that sets it decides; default on.
-func (ct *claudeTrust) enabledLocked() bool {
+func (ct *claudeTrust) enabledLocked(memo *statMemo) bool {
 	on := true
 	for _, p := range ct.settings {
 		f := ct.flags[p]
@@ -97,7 +97,7 @@ func (ct *claudeTrust) enabledLocked() bool {
 			f = &importFlag{}
 			ct.flags[p] = f
 		}
-		st := statFile(p)
+		st := memo.stat(p)
 		if !f.read || st != f.stamp {
 			f.read, f.stamp = true, st
 			switch v, ok := readImportFlag(p, st); {
@@ -198,10 +198,10 @@ func readClaudeTrust(path string, st stamp) (map[string]bool, []string, error) {
 }
 
 // claudeLocked returns the directory whose Claude Code entry trusts the
-// canonical directory c ("" if none).
-func (t *Trust) claudeLocked(c string) string {
+// canonical directory c ("" if none), with the stats of memo (nil: none).
+func (t *Trust) claudeLocked(c string, memo *statMemo) string {
 	ct := t.claude
-	if ct == nil || !ct.enabledLocked() {
+	if ct == nil || !ct.enabledLocked(memo) {
 		return ""
 	}
 	dirs := ct.dirsLocked()
@@ -234,7 +234,7 @@ func (t *Trust) claudeLocked(c string) string {
 // off.
 func (t *Trust) claudeListLocked() ([]string, error) {
 	ct := t.claude
-	if ct == nil || !ct.enabledLocked() {
+	if ct == nil || !ct.enabledLocked(nil) {
 		return nil, nil
 	}
 	ct.dirsLocked()

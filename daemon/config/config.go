@@ -298,9 +298,12 @@ func (l *Loader) Sources(projectDir string) []Source {
 // in force. A missing file contributes nothing. Load is cheap when no file
 // changed: it returns the same *Settings.
 func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
+	// The trust store reads the user and managed settings files too (for
+	// trust.importClaude): one stat of each serves both.
+	memo := &statMemo{}
 	var ts trustState
 	if l.opts.Trust != nil && projectDir != "" {
-		by, _, bypass := l.opts.Trust.lookup(projectDir)
+		by, _, bypass := l.opts.Trust.lookupWith(projectDir, memo)
 		ts = trustState{trusted: by != "", bypass: bypass}
 	}
 	l.mu.Lock()
@@ -314,7 +317,7 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 		ls.watched = true
 	}
 	for _, s := range srcs {
-		l.refreshLocked(s.Path)
+		l.refreshLockedWith(s.Path, memo)
 	}
 	reg, regDirs := l.refreshPluginRegistryLocked()
 	newDirs = regDirs || newDirs
@@ -408,13 +411,16 @@ func (l *Loader) sourcesLocked(projectDir string) *loadSources {
 }
 
 // refreshLocked brings the cache entry of path up to date with the file.
-func (l *Loader) refreshLocked(path string) {
+func (l *Loader) refreshLocked(path string) { l.refreshLockedWith(path, nil) }
+
+// refreshLockedWith is refreshLocked with the stats of memo (nil: none).
+func (l *Loader) refreshLockedWith(path string, memo *statMemo) {
 	e := l.files[path]
 	if e == nil {
 		e = &fileEntry{}
 		l.files[path] = e
 	}
-	st := statFile(path)
+	st := memo.stat(path)
 	if e.fresh && st == e.stamp {
 		return
 	}
@@ -447,6 +453,30 @@ func sameProblem(a, b *Problem) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// statMemo holds the stats of one Load, so that a file two of its readers
+// look at (the trust store and the loader) is statted once. A nil
+// *statMemo stats every time. It is not safe for concurrent use.
+type statMemo struct {
+	paths  []string
+	stamps []stamp
+}
+
+// stat returns the stamp of path, statting it the first time.
+func (m *statMemo) stat(path string) stamp {
+	if m == nil {
+		return statFile(path)
+	}
+	for i, p := range m.paths {
+		if p == path {
+			return m.stamps[i]
+		}
+	}
+	st := statFile(path)
+	m.paths = append(m.paths, path)
+	m.stamps = append(m.stamps, st)
+	return st
 }
 
 func statFile(path string) stamp {

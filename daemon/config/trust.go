@@ -157,6 +157,11 @@ func (t *Trust) BypassAllowed(dir string) bool {
 // lookup returns the directory whose trust covers dir ("" if none), its
 // source, and whether dir's bypassPermissions consent is recorded.
 func (t *Trust) lookup(dir string) (by, source string, bypass bool) {
+	return t.lookupWith(dir, nil)
+}
+
+// lookupWith is lookup with the stats of memo (nil: none).
+func (t *Trust) lookupWith(dir string, memo *statMemo) (by, source string, bypass bool) {
 	// Resolving symlinks costs a system call per path component: the
 	// canonical form of a directory asked about (a session root, at every
 	// permission decision) is kept.
@@ -188,7 +193,7 @@ func (t *Trust) lookup(dir string) (by, source string, bypass bool) {
 		if t.err != nil {
 			return "", "", false // an unreadable trust file trusts nothing, Claude Code's trust included
 		}
-		if by := t.claudeLocked(c); by != "" {
+		if by := t.claudeLocked(c, memo); by != "" {
 			return by, TrustSourceClaude, false
 		}
 		return "", "", false
