@@ -1,6 +1,7 @@
 package fs_test
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -166,5 +167,55 @@ func mustSymlink(t *testing.T, target, link string) {
 	t.Helper()
 	if err := os.Symlink(target, link); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReadRecordsRealPath: a Read through a symlinked directory and a
+// symlinked file records the file under its real path, the one
+// tool.RealPath gives; when the link changes between CheckPermission and
+// Run, the real path of the file Run read is recorded, not the one
+// CheckPermission resolved.
+func TestReadRecordsRealPath(t *testing.T) {
+	env := tooltest.New(t)
+	tools := toolMap(nil)
+	outside, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(outside, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real := filepath.Join(outside, "d", "f.txt")
+	other := filepath.Join(outside, "d", "g.txt")
+	writeFile(t, real, "a\n")
+	writeFile(t, other, "b\n")
+	mustSymlink(t, outside, env.Path("out"))
+	mustSymlink(t, filepath.Join(env.Path("out"), "d", "f.txt"), env.Path("link.txt"))
+	recorded := func() []string { return slices.Sorted(maps.Keys(env.Files())) }
+	for _, p := range []string{env.Path("out/d/f.txt"), env.Path("link.txt"), env.Path("out/d/../d/f.txt")} {
+		mustOK(t, call(t, tools, env, "Read", map[string]any{"file_path": p}))
+		if got := recorded(); !slices.Equal(got, []string{real}) {
+			t.Errorf("Read %s recorded %v, want [%s]", p, got, real)
+		}
+	}
+
+	c := &tool.Call{Name: "Read", Input: mustJSON(t, map[string]any{"file_path": env.Path("link.txt")}), Env: env}
+	if err := tools["Read"].Validate(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if acc, err := tools["Read"].CheckPermission(t.Context(), c); err != nil || !slices.Equal(acc.Reads, []string{real}) {
+		t.Fatalf("CheckPermission: %v, %v", acc, err)
+	}
+	if err := os.Remove(env.Path("link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	mustSymlink(t, other, env.Path("link.txt"))
+	res, err := tools["Read"].Run(t.Context(), c, nil)
+	if err != nil || res.IsError {
+		t.Fatalf("Run: %v, %v", res, err)
+	}
+	env.Apply(res)
+	if got := recorded(); !slices.Equal(got, []string{real, other}) {
+		t.Errorf("after the link moved to %s, recorded %v", other, got)
 	}
 }

@@ -94,6 +94,10 @@ func decode(input json.RawMessage, v any) error {
 type decoded struct {
 	input json.RawMessage // the Input it was decoded from
 	v     reflect.Value   // a pointer to the decoded value
+	// path and real are the file's path and its real path as
+	// CheckPermission resolved them ("" before): Run checks them with one
+	// stat instead of resolving the path again (see realPathOf).
+	path, real string
 }
 
 // decodeCall decodes call.Input into v (a pointer), reusing the value

@@ -115,7 +115,7 @@ func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	if err := checkReadable(p, fi); err != nil {
 		return tool.ErrorResult(err.Error()), nil
 	}
-	r := &reader{opts: t.opts, path: p, real: tool.RealPath(p), file: f, info: fi, hash: sha256.New()}
+	r := &reader{opts: t.opts, path: p, real: realPathOf(call, p, fi), file: f, info: fi, hash: sha256.New()}
 	bufSize := int(max(sniffLen, min(64<<10, fi.Size()+1)))
 	r.br = bufio.NewReaderSize(io.TeeReader(ctxReader{ctx, f}, r.hash), bufSize)
 	return r.run(ctx, in)

@@ -77,6 +77,9 @@ func accessFor(call *tool.Call, kind tool.AccessKind, filePath string) (tool.Acc
 		return tool.Access{}, err
 	}
 	r := tool.RealPath(p)
+	if m, ok := call.Memo.(*decoded); ok && sameBytes(m.input, call.Input) {
+		m.path, m.real = p, r
+	}
 	var dirs []string
 	if call.Env != nil {
 		dirs = call.Env.WorkingDirs()
@@ -94,6 +97,19 @@ func accessFor(call *tool.Call, kind tool.AccessKind, filePath string) (tool.Acc
 		}
 	}
 	return acc, nil
+}
+
+// realPathOf returns the real path (tool.RealPath) of the file opened at p
+// whose info is fi: the one CheckPermission resolved for this call when it
+// still names that very file (one stat, where resolving p again costs an
+// lstat of each of its components), else p resolved again.
+func realPathOf(call *tool.Call, p string, fi fs.FileInfo) string {
+	if m, ok := call.Memo.(*decoded); ok && m.path == p && m.real != "" && sameBytes(m.input, call.Input) {
+		if rfi, err := os.Lstat(m.real); err == nil && os.SameFile(fi, rfi) {
+			return m.real
+		}
+	}
+	return tool.RealPath(p)
 }
 
 // lookupState finds the recorded state of a file: by its real path first,
