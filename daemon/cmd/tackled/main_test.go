@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -11,8 +12,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+	_ "modernc.org/sqlite"
 
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
@@ -305,6 +308,7 @@ func TestSIGKILLRecovery(t *testing.T) {
 		}
 	}
 	var turn, request string
+	var requestSeq uint64
 	for request == "" {
 		m, err := st.Recv()
 		if err != nil {
@@ -314,10 +318,13 @@ func TestSIGKILLRecovery(t *testing.T) {
 			turn = ba.GetTurnId()
 		}
 		if ev := m.GetEvent(); ev.GetType() == "permission_requested" {
-			request = ev.GetPermission().GetRequestId()
+			request, requestSeq = ev.GetPermission().GetRequestId(), ev.GetSeq()
 		}
 	}
-	// The request is committed before it is published: SIGKILL now.
+	// A permission request is published first and stored right after (so
+	// that a locked database cannot hold it back): SIGKILL once it is
+	// stored, while it waits for an answer.
+	waitStored(t, filepath.Join(e.state, "state.db"), id, requestSeq)
 	if code := p.stop(t, syscall.SIGKILL); code != -1 {
 		t.Fatalf("exit status after SIGKILL = %d, want -1 (killed)", code)
 	}
@@ -379,6 +386,27 @@ func TestSIGKILLRecovery(t *testing.T) {
 	}
 	if _, err := os.Stat(target); !os.IsNotExist(err) {
 		t.Errorf("the killed Write wrote its file: %v", err)
+	}
+}
+
+// waitStored waits until the session log in db holds the event seq of
+// session id, reading the database as another process may (read-only).
+func waitStored(t *testing.T, db, id string, seq uint64) {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		var last sql.NullInt64
+		err := conn.QueryRow(`SELECT max(last_seq) FROM event_chunks WHERE session_id = ?`, id).Scan(&last)
+		if err == nil && last.Valid && uint64(last.Int64) >= seq {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("event %d of %s is not stored after 20 s (last stored %v, %v)", seq, id, last, err)
+		}
 	}
 }
 
