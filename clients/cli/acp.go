@@ -30,7 +30,7 @@ messages only; diagnostics go to stderr.`,
 				return &exitError{code: ExitUsage, err: fmt.Errorf("tackle acp cannot reach tackled: %w", err)}
 			}
 			defer c.Close()
-			return acp.Serve(ctx, acp.Options{Client: c, Environ: a.environ, Version: Version, Log: a.stderr, StateDir: a.acpStateDir()}, a.stdin, a.stdout)
+			return acp.Serve(ctx, acp.Options{Client: c, Environ: a.environ, Version: a.version, Log: a.stderr, StateDir: a.acpStateDir()}, a.stdin, a.stdout)
 		}),
 	}
 }

@@ -59,9 +59,9 @@ func agentsProject(t *testing.T) (dir, agents string) {
 // are gone.
 func TestAgentsListShowDoctor(t *testing.T) {
 	d := daemontest.Start(t)
-	dir, agents := agentsProject(t)
-	badYAML := filepath.Join(agents, "broken-yaml.md")
-	noDesc := filepath.Join(agents, "no-description.md")
+	dir, agentsDir := agentsProject(t)
+	badYAML := filepath.Join(agentsDir, "broken-yaml.md")
+	noDesc := filepath.Join(agentsDir, "no-description.md")
 	// The flow sequence opened on line 3 is never closed: the YAML parser
 	// stops at the start of line 4.
 	writeTestFile(t, badYAML, "---\nname: broken-yaml\ndescription: [unclosed\ntools: Read\n---\nBody.\n")
@@ -83,7 +83,7 @@ func TestAgentsListShowDoctor(t *testing.T) {
 		t.Errorf("agent types by source %v (%d in all), want 12 project and 3 builtin", sources, len(types))
 	}
 	api := byName["api-designer"]
-	if api.Source != "project" || api.Model != "sonnet" || api.Path != filepath.Join(agents, "api-designer.md") ||
+	if api.Source != "project" || api.Model != "sonnet" || api.Path != filepath.Join(agentsDir, "api-designer.md") ||
 		strings.Join(api.Tools, ",") != "Read,Write,Edit,Bash,Glob,Grep" || !strings.HasPrefix(api.Description, "Use this agent when designing new APIs") {
 		t.Errorf("api-designer = %+v", api)
 	}
@@ -103,12 +103,12 @@ func TestAgentsListShowDoctor(t *testing.T) {
 	}
 
 	r = tackle(t, d, "", "agents", "list", "--cwd", dir).mustCode(t, 0)
-	if !regexp.MustCompile(`(?m)^golang-pro +project +sonnet +Read, Write, Edit, Bash, Glob, Grep +`+regexp.QuoteMeta(filepath.Join(agents, "golang-pro.md"))+` +Use when building Go applications`).MatchString(r.stdout) ||
+	if !regexp.MustCompile(`(?m)^golang-pro +project +sonnet +Read, Write, Edit, Bash, Glob, Grep +`+regexp.QuoteMeta(filepath.Join(agentsDir, "golang-pro.md"))+` +Use when building Go applications`).MatchString(r.stdout) ||
 		!regexp.MustCompile(`(?m)^general-purpose +builtin +inherit +all +- `).MatchString(r.stdout) {
 		t.Errorf("agents list for people:\n%s", r.stdout)
 	}
 
-	body, err := os.ReadFile(filepath.Join(agents, "golang-pro.md"))
+	body, err := os.ReadFile(filepath.Join(agentsDir, "golang-pro.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestAgentsListShowDoctor(t *testing.T) {
 	prompt = strings.TrimSpace(prompt)
 	r = tackle(t, d, "", "agents", "show", "golang-pro", "--cwd", dir).mustCode(t, 0)
 	for _, want := range []string{"Name:             golang-pro\n", "Source:           project\n", "Model:            sonnet\n",
-		"Tools:            Read, Write, Edit, Bash, Glob, Grep\n", "Path:             " + filepath.Join(agents, "golang-pro.md") + "\n",
+		"Tools:            Read, Write, Edit, Bash, Glob, Grep\n", "Path:             " + filepath.Join(agentsDir, "golang-pro.md") + "\n",
 		"Background:       no\n", "\n\n" + prompt + "\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("agents show lacks %q:\n%.800s", want, r.stdout)

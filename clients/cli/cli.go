@@ -41,6 +41,8 @@ type app struct {
 
 	socket      string
 	noAutostart bool
+
+	version string // the CLI's version (Version), for the clients it serves
 }
 
 // exitError carries an exit code. A nil err means the reason was already
@@ -76,7 +78,7 @@ func (e *runError) Unwrap() error { return e.err }
 // session, colours) and is sent with new sessions. Cancelling ctx is an
 // interrupt: attach ends with 0, a running call is cancelled.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ, version: Version}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetIn(stdin)

@@ -68,7 +68,7 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 				Dial: func(ctx context.Context, clientName string) (*client.Client, error) {
 					return client.Dial(ctx, &client.Options{Socket: a.socketPath(), NoAutostart: a.noAutostart, Env: a.environ, ClientName: clientName})
 				},
-				SessionID: sid, Cwd: dir, Environ: a.environ, Tools: tools, Name: name, Version: Version,
+				SessionID: sid, Cwd: dir, Environ: a.environ, Tools: tools, Name: name, Version: a.version,
 				PermissionMode: mode, PermissionTimeout: time.Duration(timeout) * time.Second, Log: a.stderr,
 			})
 			if err != nil {
