@@ -83,7 +83,7 @@ announced it (attach on a sub-agent's session sends it there too).`,
 				// them go there, and its own snapshot does not list them.
 				root := render.RootOf(snap, sid)
 				if root != sid {
-					addAgentPending(a, ctx, c, snap, sid, root)
+					addAgentPending(ctx, a, c, snap, sid, root)
 				}
 				tree := render.NewAgentTree()
 				var view *render.AttachView // nil: every event as it is (-v, --json)
@@ -222,7 +222,7 @@ announced it (attach on a sub-agent's session sends it there too).`,
 
 // addAgentPending adds to the snapshot of sub-agent session sid the
 // requests of sid that wait in its root session.
-func addAgentPending(a *cmdutil.App, ctx context.Context, c *client.Client, snap *tacklev1.Snapshot, sid, root string) {
+func addAgentPending(ctx context.Context, a *cmdutil.App, c *client.Client, snap *tacklev1.Snapshot, sid, root string) {
 	reqs, err := c.ListPendingPermissions(ctx, root)
 	if err != nil {
 		fmt.Fprintf(a.Stderr, "tackle: listing the requests waiting in the root session %s: %v\n", root, err)

@@ -70,7 +70,7 @@ one is, 2 for usage or connection errors.`,
 				calls[i] = &tacklev1.ToolCall{Id: id, Name: it.Name, InputJson: input}
 			}
 			return a.WithSession(cmd, &f.SessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
-				results, err := render.RunTurn(a, ctx, c, sid, calls, &f, false)
+				results, err := render.RunTurn(ctx, a, c, sid, calls, &f, false)
 				if err != nil {
 					return err
 				}

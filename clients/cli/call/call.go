@@ -54,7 +54,7 @@ names).`,
 			}
 			return a.WithSession(cmd, &f.SessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
 				calls := []*tacklev1.ToolCall{{Id: render.NewID("call_"), Name: args[0], InputJson: input}}
-				results, err := render.RunTurn(a, ctx, c, sid, calls, &f, stdinFree)
+				results, err := render.RunTurn(ctx, a, c, sid, calls, &f, stdinFree)
 				if err != nil {
 					return err
 				}

@@ -68,7 +68,7 @@ notices to stderr, as with tackle run.`,
 				return err
 			}
 			return a.WithSession(cmd, &f.SessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
-				return runChat(a, ctx, c, sid, &f)
+				return runChat(ctx, a, c, sid, &f)
 			})
 		}),
 	}
@@ -182,7 +182,7 @@ func (t *trackedWriter) Write(p []byte) (int, error) {
 }
 
 // runChat runs the conversation on session sid until the person leaves.
-func runChat(a *cmdutil.App, ctx context.Context, c *client.Client, sid string, f *chatFlags) error {
+func runChat(ctx context.Context, a *cmdutil.App, c *client.Client, sid string, f *chatFlags) error {
 	// The stream outlives an interrupt: a cancelled prompt's end is still to come.
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()

@@ -57,14 +57,14 @@ func completionNames(a *cmdutil.App, cmd *cobra.Command, list lister) []string {
 		return nil
 	}
 	defer c.Close()
-	return list(ctx, c, completionSession(a, ctx, c, cmd))
+	return list(ctx, c, completionSession(ctx, a, c, cmd))
 }
 
 // completionSession is the session of cmd's flags: --session,
 // $TACKLE_SESSION, else the existing default session of --cwd or the
 // current directory; "" when there is none (the daemon then answers for no
 // session or not at all).
-func completionSession(a *cmdutil.App, ctx context.Context, c *client.Client, cmd *cobra.Command) string {
+func completionSession(ctx context.Context, a *cmdutil.App, c *client.Client, cmd *cobra.Command) string {
 	if f := cmd.Flags().Lookup("session"); f != nil && f.Value.String() != "" {
 		return f.Value.String()
 	}

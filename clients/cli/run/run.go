@@ -62,7 +62,7 @@ turn, 1 for any other stop (an error, max_tokens, max_turns, cancelled),
 				return cmdutil.UsageError("the prompt is empty")
 			}
 			return a.WithSession(cmd, &f.SessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
-				return runPrompt(a, ctx, c, sid, text, &f, stdinFree)
+				return runPrompt(ctx, a, c, sid, text, &f, stdinFree)
 			})
 		}),
 	}
@@ -85,7 +85,7 @@ type runOutcome struct {
 }
 
 // runPrompt sends the prompt and follows its events to prompt_ended.
-func runPrompt(a *cmdutil.App, ctx context.Context, c *client.Client, sid, text string, f *runFlags, stdinFree bool) error {
+func runPrompt(ctx context.Context, a *cmdutil.App, c *client.Client, sid, text string, f *runFlags, stdinFree bool) error {
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
 	s, err := c.Attach(sctx, tacklev1.Role_ROLE_CONTROLLER)

@@ -115,7 +115,7 @@ cursor.`,
 			return a.WithSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
 				var wake <-chan struct{}
 				if follow {
-					w, stop, err := watchShell(a, ctx, c, sid, args[0])
+					w, stop, err := watchShell(ctx, a, c, sid, args[0])
 					if err != nil {
 						if ctx.Err() != nil {
 							return nil
@@ -125,7 +125,7 @@ cursor.`,
 					defer stop()
 					wake = w
 				}
-				err := tail(a, ctx, c, sid, args[0], follow, wake)
+				err := tail(ctx, a, c, sid, args[0], follow, wake)
 				if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 					return nil // interrupted
 				}
@@ -142,7 +142,7 @@ cursor.`,
 // stops at the end of what is there; with follow it goes on until the shell
 // has ended and everything is printed, waiting between empty reads (with
 // backoff) unless wake fires.
-func tail(a *cmdutil.App, ctx context.Context, c *client.Client, sid, id string, follow bool, wake <-chan struct{}) error {
+func tail(ctx context.Context, a *cmdutil.App, c *client.Client, sid, id string, follow bool, wake <-chan struct{}) error {
 	var offset int64
 	wait := tailMinWait
 	for {
@@ -183,7 +183,7 @@ func tail(a *cmdutil.App, ctx context.Context, c *client.Client, sid, id string,
 // that gets a token whenever the shell changes state (or the session has
 // output progress), so tail -f reads at once instead of at its next poll.
 // stop ends the watch.
-func watchShell(a *cmdutil.App, ctx context.Context, c *client.Client, sid, id string) (wake <-chan struct{}, stop func(), err error) {
+func watchShell(ctx context.Context, a *cmdutil.App, c *client.Client, sid, id string) (wake <-chan struct{}, stop func(), err error) {
 	wctx, cancel := context.WithCancel(ctx)
 	s, err := c.Attach(wctx, tacklev1.Role_ROLE_OBSERVER)
 	if err != nil {

@@ -368,9 +368,9 @@ type runningJSON struct {
 	State  string `json:"state"`
 }
 
-// shellJSON is a background shell: an element of `tackle shells list
+// ShellJSON is a background shell: an element of `tackle shells list
 // --json`, of a snapshot's shells, and the shell of a shell_updated event.
-type shellJSON struct {
+type ShellJSON struct {
 	ID          string `json:"id"`
 	Command     string `json:"command"`
 	Status      string `json:"status"`
@@ -382,11 +382,11 @@ type shellJSON struct {
 }
 
 // ShellToJSON is s in its --json shape.
-func ShellToJSON(s *tacklev1.BackgroundShell) *shellJSON {
+func ShellToJSON(s *tacklev1.BackgroundShell) *ShellJSON {
 	if s == nil {
 		return nil
 	}
-	return &shellJSON{
+	return &ShellJSON{
 		ID: s.GetId(), Command: s.GetCommand(), Status: s.GetStatus(), ExitCode: s.GetExitCode(),
 		Started: TimeJSON(s.GetStarted()), Ended: TimeJSON(s.GetEnded()),
 		OutputPath: s.GetOutputPath(), OutputBytes: s.GetOutputBytes(),
@@ -394,8 +394,8 @@ func ShellToJSON(s *tacklev1.BackgroundShell) *shellJSON {
 }
 
 // ShellsToJSON is in in its --json shape (never null).
-func ShellsToJSON(in []*tacklev1.BackgroundShell) []*shellJSON {
-	out := make([]*shellJSON, 0, len(in))
+func ShellsToJSON(in []*tacklev1.BackgroundShell) []*ShellJSON {
+	out := make([]*ShellJSON, 0, len(in))
 	for _, s := range in {
 		out = append(out, ShellToJSON(s))
 	}
@@ -409,7 +409,7 @@ type SnapshotJSON struct {
 	Session            *SessionJSON      `json:"session"`
 	PendingPermissions []*permissionJSON `json:"pending_permissions"`
 	RunningCalls       []runningJSON     `json:"running_calls"`
-	Shells             []*shellJSON      `json:"shells"`
+	Shells             []*ShellJSON      `json:"shells"`
 	Trust              *TrustJSON        `json:"trust,omitempty"`
 	// SettingsProblems are the session's settings files that do not parse
 	// (omitted when none).
@@ -465,7 +465,7 @@ type EventJSON struct {
 	Permission *permissionJSON    `json:"permission,omitempty"`
 	Resolution *resolutionJSON    `json:"resolution,omitempty"`
 	Session    *sessionChangeJSON `json:"session,omitempty"`
-	Shell      *shellJSON         `json:"shell,omitempty"`
+	Shell      *ShellJSON         `json:"shell,omitempty"`
 	Hook       *hookRunJSON       `json:"hook,omitempty"`
 	Prompt     *agentPromptJSON   `json:"prompt,omitempty"`
 	Delta      *deltaJSON         `json:"delta,omitempty"`

@@ -64,7 +64,7 @@ type turn struct {
 // results in call order. stdinFree tells whether stdin may be used to
 // answer permission requests. Cancelling ctx cancels the turn; the
 // cancelled results are still collected.
-func RunTurn(a *cmdutil.App, ctx context.Context, c *client.Client, sessionID string, calls []*tacklev1.ToolCall, f *TurnFlags, stdinFree bool) ([]*tacklev1.ToolResult, error) {
+func RunTurn(ctx context.Context, a *cmdutil.App, c *client.Client, sessionID string, calls []*tacklev1.ToolCall, f *TurnFlags, stdinFree bool) ([]*tacklev1.ToolResult, error) {
 	// The stream outlives an interrupt so the cancelled results arrive.
 	sctx, scancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer scancel()
