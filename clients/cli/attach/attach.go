@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/cli/internal/ask"
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
 	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -81,7 +82,7 @@ announced it (attach on a sub-agent's session sends it there too).`,
 				}
 				// A sub-agent's requests wait in its root session: answers to
 				// them go there, and its own snapshot does not list them.
-				root := render.RootOf(snap, sid)
+				root := ask.RootOf(snap, sid)
 				if root != sid {
 					addAgentPending(ctx, a, c, snap, sid, root)
 				}
@@ -102,16 +103,16 @@ announced it (attach on a sub-agent's session sends it there too).`,
 				for _, p := range snap.GetPendingPermissions() {
 					asked[p.GetRequestId()] = p
 				}
-				sessionFor := func(requestID string) string { return render.AnswerSession(asked[requestID], sid, root) }
+				sessionFor := func(requestID string) string { return ask.AnswerSession(asked[requestID], sid, root) }
 				var answers <-chan string
 				if jsonAnswers {
 					stop := make(chan struct{})
 					defer close(stop)
-					answers = render.ReadJSONAnswers(a, stop)
+					answers = ask.ReadJSONAnswers(a, stop)
 				}
-				var prompt *render.Prompter
+				var prompt *ask.Prompter
 				if interactive {
-					prompt = render.NewPrompter(a, s, sid)
+					prompt = ask.NewPrompter(a, s, sid)
 					prompt.Root = root
 					prompt.Before = tree.Broke
 					for _, p := range snap.GetPendingPermissions() {
@@ -152,7 +153,7 @@ announced it (attach on a sub-agent's session sends it there too).`,
 							answers = nil // stdin ended: keep watching
 							continue
 						}
-						if err := render.SendJSONAnswer(a, s, sessionFor, line); err != nil {
+						if err := ask.SendJSONAnswer(a, s, sessionFor, line); err != nil {
 							return err
 						}
 						continue

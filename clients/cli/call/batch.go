@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/cli/internal/ask"
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
 	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -23,7 +24,7 @@ type batchCall struct {
 
 // BatchCommand is `tackle batch`: a JSON array of tool calls from stdin as one model turn.
 func BatchCommand(a *cmdutil.App) *cobra.Command {
-	var f render.TurnFlags
+	var f ask.TurnFlags
 	cmd := &cobra.Command{
 		Use:   "batch",
 		Short: "Run a JSON array of tool calls from stdin as one model turn",
@@ -61,7 +62,7 @@ one is, 2 for usage or connection errors.`,
 			for i, it := range items {
 				id := it.ID
 				if id == "" {
-					id = render.NewID("call_")
+					id = ask.NewID("call_")
 				}
 				input := "{}"
 				if len(it.Input) > 0 {
@@ -70,7 +71,7 @@ one is, 2 for usage or connection errors.`,
 				calls[i] = &tacklev1.ToolCall{Id: id, Name: it.Name, InputJson: input}
 			}
 			return a.WithSession(cmd, &f.SessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
-				results, err := render.RunTurn(ctx, a, c, sid, calls, &f, false)
+				results, err := ask.RunTurn(ctx, a, c, sid, calls, &f, false)
 				if err != nil {
 					return err
 				}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/cli/internal/ask"
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
 	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -19,7 +20,7 @@ import (
 
 // Command is `tackle call NAME [INPUT]`: one tool call through the daemon's pipeline.
 func Command(a *cmdutil.App) *cobra.Command {
-	var f render.TurnFlags
+	var f ask.TurnFlags
 	cmd := &cobra.Command{
 		Use:   "call NAME [INPUT]",
 		Short: "Run one tool call through the daemon's pipeline",
@@ -53,8 +54,8 @@ names).`,
 				}
 			}
 			return a.WithSession(cmd, &f.SessionFlags, func(ctx context.Context, c *client.Client, sid string) error {
-				calls := []*tacklev1.ToolCall{{Id: render.NewID("call_"), Name: args[0], InputJson: input}}
-				results, err := render.RunTurn(ctx, a, c, sid, calls, &f, stdinFree)
+				calls := []*tacklev1.ToolCall{{Id: ask.NewID("call_"), Name: args[0], InputJson: input}}
+				results, err := ask.RunTurn(ctx, a, c, sid, calls, &f, stdinFree)
 				if err != nil {
 					return err
 				}

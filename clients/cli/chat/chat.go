@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/cli/internal/ask"
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
 	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -143,7 +144,7 @@ type chat struct {
 	tty        bool              // the terminal UI: echo typed lines, answer permissions inline
 	text, info *trackedWriter    // the same writer on a terminal
 	colour     bool              // diffs in colour
-	pr         *render.Prompter  // nil when stdin is not a terminal
+	pr         *ask.Prompter     // nil when stdin is not a terminal
 	tree       *render.AgentTree // the session's sub-agents under their Agent calls
 	live       render.LiveOutput // running calls' output, streamed as it comes
 	askingNow  bool              // what ui.asking was last told
@@ -197,7 +198,7 @@ func runChat(ctx context.Context, a *cmdutil.App, c *client.Client, sid string, 
 	}
 	ch := &chat{
 		a: a, c: c, rpc: context.WithoutCancel(ctx), s: s, clientID: s.Welcome().GetClientId(),
-		sid: sid, root: render.RootOf(snap, sid), cwd: snap.GetSession().GetCwd(), model: f.model, mode: f.mode, tree: render.NewAgentTree(),
+		sid: sid, root: ask.RootOf(snap, sid), cwd: snap.GetSession().GetCwd(), model: f.model, mode: f.mode, tree: render.NewAgentTree(),
 		started: map[string]bool{}, mine: map[string]bool{}, jobDone: make(chan func()), done: make(chan struct{}),
 	}
 	if ch.cwd == "" {
@@ -242,7 +243,7 @@ func (ch *chat) newPrompter() {
 	}
 	pa := *ch.a
 	pa.Stdin, pa.Stderr = nil, ch.info
-	ch.pr = render.NewPrompter(&pa, ch.s, ch.sid)
+	ch.pr = ask.NewPrompter(&pa, ch.s, ch.sid)
 	ch.pr.Root = ch.root
 	ch.pr.Lines = make(chan string) // never sent on: the loop reads the lines
 	ch.pr.Before = func() {
@@ -278,11 +279,11 @@ func (ch *chat) loop(ctx, sctx context.Context, snap *tacklev1.Snapshot) error {
 				return nil
 			}
 			interrupted, leaveWhenIdle = nil, true
-			grace = time.After(render.CancelGrace)
+			grace = time.After(ask.CancelGrace)
 			ch.say("tackle: interrupted; cancelling the prompt")
 			ch.cancel()
 		case <-grace:
-			return fmt.Errorf("interrupted: the prompt did not end within %v after cancelling", render.CancelGrace)
+			return fmt.Errorf("interrupted: the prompt did not end within %v after cancelling", ask.CancelGrace)
 		case <-ch.ui.ended():
 			return nil
 		case in := <-input:
@@ -696,7 +697,7 @@ func (ch *chat) event(e *tacklev1.Event) error {
 		if ch.pr != nil {
 			ch.pr.Requested(e.GetPermission())
 		} else {
-			ch.say("tackle: %s waits for permission (answer with tackle permissions answer %s …)", render.PermissionAsker(e.GetPermission()), e.GetPermission().GetRequestId())
+			ch.say("tackle: %s waits for permission (answer with tackle permissions answer %s …)", ask.PermissionAsker(e.GetPermission()), e.GetPermission().GetRequestId())
 		}
 	case "permission_resolved":
 		if ch.pr != nil {

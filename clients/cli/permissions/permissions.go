@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/cli/internal/ask"
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
 	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -105,7 +106,7 @@ project (.tackle/settings.local.json, the default) or user (your tackle
 settings). --feedback goes with deny and tells the model what to do instead.`,
 		Args: cobra.ExactArgs(2),
 		RunE: cmdutil.Run(func(cmd *cobra.Command, args []string) error {
-			if _, err := render.BuildAnswer("", args[0], args[1], scope, feedback); err != nil {
+			if _, err := ask.BuildAnswer("", args[0], args[1], scope, feedback); err != nil {
 				return cmdutil.UsageError("%v", err)
 			}
 			return a.WithClient(cmd, func(ctx context.Context, c *client.Client) error {
@@ -130,7 +131,7 @@ settings). --feedback goes with deny and tells the model what to do instead.`,
 						return fmt.Errorf("no pending permission request %s: it was already answered, timed out or never existed", args[0])
 					}
 				}
-				ans, _ := render.BuildAnswer(sid, args[0], args[1], scope, feedback)
+				ans, _ := ask.BuildAnswer(sid, args[0], args[1], scope, feedback)
 				resp, err := c.AnswerPermission(ctx, ans)
 				if err != nil {
 					return fmt.Errorf("answering permission request %s: %w", args[0], err)

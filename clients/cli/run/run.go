@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tackle-agent/tackle/clients/cli/internal/ask"
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
 	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
@@ -97,7 +98,7 @@ func runPrompt(ctx context.Context, a *cmdutil.App, c *client.Client, sid, text 
 	if err != nil {
 		return err
 	}
-	root := render.RootOf(snap, sid)
+	root := ask.RootOf(snap, sid)
 	resp, err := c.Prompt(ctx, &tacklev1.PromptRequest{
 		SessionId: sid, Text: text, Model: f.model, PermissionMode: f.mode, MaxTurns: f.maxTurns, Files: f.files,
 		ClientId: s.Welcome().GetClientId(), NonInteractive: true,
@@ -111,11 +112,11 @@ func runPrompt(ctx context.Context, a *cmdutil.App, c *client.Client, sid, text 
 	}
 
 	msgs := s.Chan(sctx)
-	var pr *render.Prompter
-	if in, out, closeTTY, ok := render.PromptIO(a, stdinFree); ok {
+	var pr *ask.Prompter
+	if in, out, closeTTY, ok := ask.PromptIO(a, stdinFree); ok {
 		defer closeTTY()
 		if !f.asJSON {
-			pr = render.NewPrompter(a, s, sid)
+			pr = ask.NewPrompter(a, s, sid)
 			pr.Root = root
 			pr.In, pr.Out = in, out
 		}
@@ -131,13 +132,13 @@ func runPrompt(ctx context.Context, a *cmdutil.App, c *client.Client, sid, text 
 		select {
 		case <-interrupted:
 			interrupted = nil
-			grace = time.After(render.CancelGrace)
+			grace = time.After(ask.CancelGrace)
 			fmt.Fprintln(a.Stderr, "tackle: interrupted; cancelling the prompt")
 			if _, err := c.CancelPrompt(context.WithoutCancel(ctx), sid, ""); err != nil {
 				return fmt.Errorf("cancelling the prompt: %w", err)
 			}
 		case <-grace:
-			return fmt.Errorf("interrupted: the prompt did not end within %v after cancelling", render.CancelGrace)
+			return fmt.Errorf("interrupted: the prompt did not end within %v after cancelling", ask.CancelGrace)
 		case line := <-pr.Input():
 			if err := pr.Answer(line); err != nil {
 				return err
@@ -194,7 +195,7 @@ func (v *runView) stopSpinner() {
 
 // event prints one event; on a terminal the spinner of the running calls
 // is cleared first and drawn again after it (not while a prompt waits).
-func (v *runView) event(e *tacklev1.Event, pr *render.Prompter) error {
+func (v *runView) event(e *tacklev1.Event, pr *ask.Prompter) error {
 	if v.asJSON {
 		return render.PrintEvent(v.a, e, true, nil)
 	}
@@ -299,7 +300,7 @@ func (v *runView) event(e *tacklev1.Event, pr *render.Prompter) error {
 			v.endLine()
 			pr.Requested(e.GetPermission())
 		} else {
-			fmt.Fprintf(v.a.Stderr, "tackle: %s waits for permission (answer with tackle permissions answer %s …)\n", render.PermissionAsker(e.GetPermission()), e.GetPermission().GetRequestId())
+			fmt.Fprintf(v.a.Stderr, "tackle: %s waits for permission (answer with tackle permissions answer %s …)\n", ask.PermissionAsker(e.GetPermission()), e.GetPermission().GetRequestId())
 		}
 	case "permission_resolved":
 		if pr != nil {

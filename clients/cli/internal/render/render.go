@@ -1,9 +1,9 @@
 // Package render is the one place that turns the daemon's messages into the
 // CLI's output: the --json shapes of the CLI contract (shapes.go), text for
-// people (todos, results, previews, agent trees, attach lines, live output),
-// terminal handling (diffs, spinner, widths) and the permission prompt with
-// the turn of calls it serves. Commands decide what to show; render decides
-// how it looks.
+// people (todos, results, previews, agent trees, attach lines, live output)
+// and terminal handling (diffs, spinner, widths). Commands decide what to
+// show; render decides how it looks. Asking for permissions is package
+// ask's.
 package render
 
 import (
@@ -283,6 +283,14 @@ func McpAuthLine(m *tacklev1.McpAuth) string {
 	default:
 		return fmt.Sprintf("MCP server %q: authorisation failed: %s", m.GetServer(), m.GetError())
 	}
+}
+
+// Clip shortens s to n runes with an ellipsis.
+func Clip(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
 }
 
 // PrintTrust tells what an untrusted project's settings lose (and what a

@@ -1,4 +1,4 @@
-package render
+package ask
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
@@ -51,7 +52,7 @@ type turn struct {
 	turnID    string
 	results   map[string]*tacklev1.ToolResult
 	ended     bool
-	spin      *Spinner
+	spin      *render.Spinner
 	label     string    // what runs: the tool and its main argument
 	started   time.Time // when the turn was sent
 
@@ -95,16 +96,16 @@ func RunTurn(ctx context.Context, a *cmdutil.App, c *client.Client, sessionID st
 		t.prompt.In, t.prompt.Out = in, out
 		t.prompt.Before = func() { t.spin.Stop() }
 		t.prompt.after = func() {
-			t.spin = StartSpinner(a.Stderr, t.label)
+			t.spin = render.StartSpinner(a.Stderr, t.label)
 			t.spin.SetStart(t.started)
 		}
 	}
-	t.label = strings.TrimSpace(calls[0].GetName() + " " + MainArgument(calls[0].GetInputJson()))
+	t.label = strings.TrimSpace(calls[0].GetName() + " " + render.MainArgument(calls[0].GetInputJson()))
 	if len(calls) > 1 {
 		t.label = fmt.Sprintf("%d calls", len(calls))
 	}
 	t.started = time.Now()
-	t.spin = StartSpinner(a.Stderr, t.label)
+	t.spin = render.StartSpinner(a.Stderr, t.label)
 	defer func() { t.spin.Stop() }()
 
 	interrupted := ctx.Done()
@@ -241,8 +242,8 @@ func (t *turn) permissionRequested(p *tacklev1.PermissionRequest) {
 			deadline = " until " + d.AsTime().Local().Format("15:04:05")
 		}
 		t.notice("%s waits for approval%s (request %s: %s); another client may answer it, else it is denied",
-			p.GetTool(), deadline, p.GetRequestId(), ReasonLine(p))
-		WritePreview(t.a.Stderr, p, "    ", t.a.Colour(t.a.Stderr))
+			p.GetTool(), deadline, p.GetRequestId(), render.ReasonLine(p))
+		render.WritePreview(t.a.Stderr, p, "    ", t.a.Colour(t.a.Stderr))
 		return
 	}
 	t.prompt.Requested(p)

@@ -1,4 +1,7 @@
-package render
+// Package ask asks a person for the permissions a command's calls need, on
+// the terminal (or /dev/tty) or as JSON answer lines, and runs a turn of tool
+// calls with those prompts (call, batch).
+package ask
 
 import (
 	"bufio"
@@ -10,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
@@ -100,12 +104,12 @@ func (p *Prompter) ask() {
 	if p.Before != nil {
 		p.Before()
 	}
-	reason := ReasonLine(r)
+	reason := render.ReasonLine(r)
 	if reason == "" {
 		reason = r.GetTool() + " needs your approval"
 	}
 	if ag := r.GetAgent(); ag != nil {
-		reason = fmt.Sprintf("Agent %s wants to use %s: %s", AgentRefName(ag), r.GetTool(), reason)
+		reason = fmt.Sprintf("Agent %s wants to use %s: %s", render.AgentRefName(ag), r.GetTool(), reason)
 		if id := ag.GetId(); id != "" {
 			reason += fmt.Sprintf("\n  agent: %s (tackle attach --session %s shows its transcript)", id, id)
 		}
@@ -116,7 +120,7 @@ func (p *Prompter) ask() {
 	}
 	choices += "   [n] no   [f] no, and tell the model why"
 	fmt.Fprintf(p.Out, "\n%s\n  tool:  %s\n", reason, r.GetTool())
-	WritePreview(p.Out, r, "    ", p.a.Colour(p.Out))
+	render.WritePreview(p.Out, r, "    ", p.a.Colour(p.Out))
 	fmt.Fprintf(p.Out, "%s\nAnswer [y/%sn/f, default n]: ", choices, map[bool]string{true: "a/", false: ""}[r.GetAlwaysRule() != ""])
 	if p.Lines == nil {
 		p.Lines = make(chan string)
@@ -206,7 +210,7 @@ func AnswerSession(r *tacklev1.PermissionRequest, session, root string) string {
 // the sub-agent that calls it.
 func PermissionAsker(r *tacklev1.PermissionRequest) string {
 	if ag := r.GetAgent(); ag != nil {
-		return r.GetTool() + " of agent " + AgentRefName(ag)
+		return r.GetTool() + " of agent " + render.AgentRefName(ag)
 	}
 	return r.GetTool()
 }
@@ -317,7 +321,7 @@ func SendJSONAnswer(a *cmdutil.App, s *client.Stream, sessionFor func(requestID 
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(a.Stderr, "tackle: answer %s: %v\n", Clip(line, 200), err)
+		fmt.Fprintf(a.Stderr, "tackle: answer %s: %v\n", render.Clip(line, 200), err)
 		return a.PrintJSONLine(map[string]string{"type": "answer_error", "line": line, "error": err.Error()})
 	}
 	return nil
@@ -339,14 +343,6 @@ func savedText(r *tacklev1.PermissionResolved) string {
 		where = "for you, in every project, in " + r.GetPath()
 	}
 	return fmt.Sprintf("saved %s %s (tackle permissions rules lists it)", rules, where)
-}
-
-// Clip shortens s to n runes with an ellipsis.
-func Clip(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
 }
 
 // scopeValues maps --scope to the protobuf scope.
