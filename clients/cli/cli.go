@@ -7,8 +7,9 @@
 // group is a package of its own (call, run, chat, attach, sessions,
 // permissions, mcp, skills, agents, hooks, shells, sandbox, status, tools,
 // completion, editor); what they share is in internal/cmdutil (the App:
-// streams, environment, global flags, dialing, session choice, exit errors)
-// and internal/render (the --json shapes and all output for people).
+// streams, environment, global flags, dialing, session choice, exit errors),
+// internal/render (the --json shapes and all output for people) and
+// internal/ask (permission prompts, and a turn of calls with them).
 //
 // Main runs the command in-process with explicit stdio and environment, so
 // tests need no binary; cmd/tackle is the thin main around it. The tests of
