@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tackle-agent/tackle/clients/cli/agents"
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	"github.com/tackle-agent/tackle/internal/fakemodel"
 )
@@ -59,9 +61,9 @@ func agentsProject(t *testing.T) (dir, agents string) {
 // are gone.
 func TestAgentsListShowDoctor(t *testing.T) {
 	d := daemontest.Start(t)
-	dir, agents := agentsProject(t)
-	badYAML := filepath.Join(agents, "broken-yaml.md")
-	noDesc := filepath.Join(agents, "no-description.md")
+	dir, agentsDir := agentsProject(t)
+	badYAML := filepath.Join(agentsDir, "broken-yaml.md")
+	noDesc := filepath.Join(agentsDir, "no-description.md")
 	// The flow sequence opened on line 3 is never closed: the YAML parser
 	// stops at the start of line 4.
 	writeTestFile(t, badYAML, "---\nname: broken-yaml\ndescription: [unclosed\ntools: Read\n---\nBody.\n")
@@ -69,11 +71,11 @@ func TestAgentsListShowDoctor(t *testing.T) {
 	writeTestFile(t, noDesc, "---\nname: no-description\ntools: Read, Grep\n---\nYou have no description.\n")
 
 	r := tackle(t, d, "", "agents", "list", "--cwd", dir, "--json").mustCode(t, 0)
-	var types []agentTypeJSON
+	var types []agents.AgentTypeJSON
 	if err := json.Unmarshal([]byte(r.stdout), &types); err != nil {
 		t.Fatalf("agents list --json: %v\n%s", err, r.stdout)
 	}
-	byName := map[string]agentTypeJSON{}
+	byName := map[string]agents.AgentTypeJSON{}
 	sources := map[string]int{}
 	for _, ty := range types {
 		byName[ty.Name] = ty
@@ -83,7 +85,7 @@ func TestAgentsListShowDoctor(t *testing.T) {
 		t.Errorf("agent types by source %v (%d in all), want 12 project and 3 builtin", sources, len(types))
 	}
 	api := byName["api-designer"]
-	if api.Source != "project" || api.Model != "sonnet" || api.Path != filepath.Join(agents, "api-designer.md") ||
+	if api.Source != "project" || api.Model != "sonnet" || api.Path != filepath.Join(agentsDir, "api-designer.md") ||
 		strings.Join(api.Tools, ",") != "Read,Write,Edit,Bash,Glob,Grep" || !strings.HasPrefix(api.Description, "Use this agent when designing new APIs") {
 		t.Errorf("api-designer = %+v", api)
 	}
@@ -103,12 +105,12 @@ func TestAgentsListShowDoctor(t *testing.T) {
 	}
 
 	r = tackle(t, d, "", "agents", "list", "--cwd", dir).mustCode(t, 0)
-	if !regexp.MustCompile(`(?m)^golang-pro +project +sonnet +Read, Write, Edit, Bash, Glob, Grep +`+regexp.QuoteMeta(filepath.Join(agents, "golang-pro.md"))+` +Use when building Go applications`).MatchString(r.stdout) ||
+	if !regexp.MustCompile(`(?m)^golang-pro +project +sonnet +Read, Write, Edit, Bash, Glob, Grep +`+regexp.QuoteMeta(filepath.Join(agentsDir, "golang-pro.md"))+` +Use when building Go applications`).MatchString(r.stdout) ||
 		!regexp.MustCompile(`(?m)^general-purpose +builtin +inherit +all +- `).MatchString(r.stdout) {
 		t.Errorf("agents list for people:\n%s", r.stdout)
 	}
 
-	body, err := os.ReadFile(filepath.Join(agents, "golang-pro.md"))
+	body, err := os.ReadFile(filepath.Join(agentsDir, "golang-pro.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +118,14 @@ func TestAgentsListShowDoctor(t *testing.T) {
 	prompt = strings.TrimSpace(prompt)
 	r = tackle(t, d, "", "agents", "show", "golang-pro", "--cwd", dir).mustCode(t, 0)
 	for _, want := range []string{"Name:             golang-pro\n", "Source:           project\n", "Model:            sonnet\n",
-		"Tools:            Read, Write, Edit, Bash, Glob, Grep\n", "Path:             " + filepath.Join(agents, "golang-pro.md") + "\n",
+		"Tools:            Read, Write, Edit, Bash, Glob, Grep\n", "Path:             " + filepath.Join(agentsDir, "golang-pro.md") + "\n",
 		"Background:       no\n", "\n\n" + prompt + "\n"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("agents show lacks %q:\n%.800s", want, r.stdout)
 		}
 	}
 	r = tackle(t, d, "", "agents", "show", "golang-pro", "--cwd", dir, "--json").mustCode(t, 0)
-	var shown agentTypeJSON
+	var shown agents.AgentTypeJSON
 	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || shown.Prompt == nil || *shown.Prompt != prompt || shown.Name != "golang-pro" {
 		t.Errorf("agents show --json: %v\n%.400s", err, r.stdout)
 	}
@@ -143,10 +145,10 @@ func TestAgentsListShowDoctor(t *testing.T) {
 	r = tackle(t, d, "", "agents", "doctor", "--cwd", dir, "--json").mustCode(t, 1)
 	var doc struct {
 		Loaded   int
-		Problems []agentProblemJSON
+		Problems []agents.AgentProblemJSON
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || doc.Loaded != 15 || len(doc.Problems) != 2 ||
-		doc.Problems[0] != (agentProblemJSON{Path: badYAML, Line: 4, Column: 1, Message: doc.Problems[0].Message}) ||
+		doc.Problems[0] != (agents.AgentProblemJSON{Path: badYAML, Line: 4, Column: 1, Message: doc.Problems[0].Message}) ||
 		doc.Problems[1].Path != noDesc || doc.Problems[1].Line != 2 || doc.Problems[1].Column != 7 {
 		t.Errorf("agents doctor --json: %v\n%s", err, r.stdout)
 	}
@@ -273,7 +275,7 @@ func TestSubagentForeground(t *testing.T) {
 
 	// agents ps: the one sub-agent, ended, with its counts.
 	r = tackleEnv(t, environ, "", "agents", "ps", "--json").mustCode(t, 0)
-	var ps []subagentJSON
+	var ps []render.SubagentJSON
 	if err := json.Unmarshal([]byte(r.stdout), &ps); err != nil || len(ps) != 1 {
 		t.Fatalf("agents ps --json: %v\n%s", err, r.stdout)
 	}
@@ -302,7 +304,7 @@ func TestSubagentForeground(t *testing.T) {
 		t.Errorf("sessions list does not mark the child:\n%s", r.stdout)
 	}
 	r = tackleEnv(t, environ, "", "sessions", "list", "--json").mustCode(t, 0)
-	var list []sessionJSON
+	var list []render.SessionJSON
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +334,7 @@ func TestSubagentForeground(t *testing.T) {
 	r = tackleEnv(t, environ, "", "sessions", "show", sid, "--json").mustCode(t, 0)
 	var shown struct {
 		ID       string
-		Children []subagentJSON
+		Children []render.SubagentJSON
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &shown); err != nil || shown.ID != sid || len(shown.Children) != 1 || shown.Children[0].ID != child || shown.Children[0].Status != "completed" {
 		t.Errorf("sessions show --json: %v\n%s", err, r.stdout)
@@ -448,7 +450,7 @@ func TestSubagentPermissionFromChildSession(t *testing.T) {
 	id := answerID(t, errb.String(), 1)
 
 	r := tackleEnv(t, environ, "", "agents", "ps", "--session", sid, "--json").mustCode(t, 0)
-	var ps []subagentJSON
+	var ps []render.SubagentJSON
 	if err := json.Unmarshal([]byte(r.stdout), &ps); err != nil || len(ps) != 1 {
 		t.Fatalf("agents ps: %v\n%s", err, r.stdout)
 	}
@@ -464,7 +466,7 @@ func TestSubagentPermissionFromChildSession(t *testing.T) {
 	aout, aerr := newLineBuffer(), newLineBuffer()
 	attached := startTackle(ctx, environ, stdin, aout, aerr, "attach", "--session", child, "--json")
 	aout.waitFor(t, `"type":"snapshot"`)
-	var snap snapshotJSON
+	var snap render.SnapshotJSON
 	first, _, _ := strings.Cut(aout.String(), "\n")
 	if err := json.Unmarshal([]byte(first), &snap); err != nil {
 		t.Fatal(err)
@@ -547,10 +549,10 @@ func TestSubagentKillRunning(t *testing.T) {
 	}
 	<-hold.Reached()
 
-	ps := func() subagentJSON {
+	ps := func() render.SubagentJSON {
 		t.Helper()
 		r := tackleEnv(t, environ, "", "agents", "ps", "--session", sid, "--json").mustCode(t, 0)
-		var list []subagentJSON
+		var list []render.SubagentJSON
 		if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 {
 			t.Fatalf("agents ps: %v\n%s", err, r.stdout)
 		}

@@ -10,17 +10,16 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/fakemodel"
+	"golang.org/x/sys/unix"
 )
 
 // chatEnv starts a daemon and the fake model, makes a project, and returns
@@ -133,7 +132,7 @@ func TestChatSlashCommands(t *testing.T) {
 	if m == nil {
 		t.Fatalf("/clear named no session:\n%s", r.stderr)
 	}
-	def, err := d.Client().CreateSession(context.Background(), newSessionRequest(dir, environ, true))
+	def, err := d.Client().CreateSession(context.Background(), cmdutil.NewSessionRequest(dir, environ, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +155,7 @@ func TestChatSecondClient(t *testing.T) {
 	go func() { resA <- tackleEnv(t, environ, "hello from A\n", "chat", "--cwd", dir) }()
 	<-hold.Reached()
 
-	cs, err := d.Client().CreateSession(context.Background(), newSessionRequest(dir, environ, true))
+	cs, err := d.Client().CreateSession(context.Background(), cmdutil.NewSessionRequest(dir, environ, true))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -405,46 +404,11 @@ func TestChatTerminal(t *testing.T) {
 	}
 }
 
-// The history file: the lines of one directory, a broken line skipped,
-// cut down past its size limit without losing the newest.
-func TestChatHistoryFile(t *testing.T) {
-	dir := t.TempDir()
-	a := &app{environ: []string{"XDG_STATE_HOME=" + dir}}
-	h, other := a.chatHistory("/src/a"), a.chatHistory("/src/b")
-	h.add("first")
-	other.add("elsewhere")
-	h.add("second")
-	f, err := os.OpenFile(h.path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString("{not json\n")
-	f.Close()
-	h.add("third")
-	if got := h.load(); !slices.Equal(got, []string{"first", "second", "third"}) {
-		t.Errorf("load: %q", got)
-	}
-	big := strings.Repeat("x", 4096)
-	for range chatHistoryMax/4096 + 10 {
-		other.add(big)
-	}
-	h.add("newest")
-	if fi, err := os.Stat(h.path); err != nil || fi.Size() > chatHistoryMax+8192 {
-		t.Fatalf("the history file after many lines: %v, %v", fi, err)
-	}
-	if got := h.load(); len(got) == 0 || got[len(got)-1] != "newest" {
-		t.Errorf("load after the cut: %q", got)
-	}
-	if got := (&app{environ: []string{"HOME="}}).chatHistory("/src/a").load(); got != nil {
-		t.Errorf("no state directory: %q", got)
-	}
-}
-
 // A prompt another client sent (here a script's Prompt call, without a
 // client id) shows with its text, and its answer streams.
 func TestChatShowsOtherClientsPrompts(t *testing.T) {
 	d, fm, dir, environ := chatEnv(t, fakemodel.Turns(fakemodel.Say("Hello, script.")))
-	cs, err := d.Client().CreateSession(context.Background(), newSessionRequest(dir, environ, true))
+	cs, err := d.Client().CreateSession(context.Background(), cmdutil.NewSessionRequest(dir, environ, true))
 	if err != nil {
 		t.Fatal(err)
 	}

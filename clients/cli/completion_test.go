@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tackle-agent/tackle/clients/cli/internal/cmdutil"
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 )
 
@@ -39,7 +41,7 @@ func TestCompletion(t *testing.T) {
 	has := func(got []string, want ...string) {
 		t.Helper()
 		for _, w := range want {
-			if !contains(got, w) {
+			if !cmdutil.Contains(got, w) {
 				t.Errorf("completions %v lack %q", got, w)
 			}
 		}
@@ -72,7 +74,7 @@ func TestCompletion(t *testing.T) {
 		has(complete(t, environ, "call", "--session", ""), sid)
 		has(complete(t, environ, "sessions", "show", ""), sid)
 		has(complete(t, environ, "mcp", "get", ""), "github-tools")
-		has(complete(t, environ, "call", "Read", "--permission-mode", ""), permissionModes...)
+		has(complete(t, environ, "call", "Read", "--permission-mode", ""), cmdutil.PermissionModes...)
 		has(complete(t, environ, "agents", "show", ""), "general-purpose")
 	})
 	t.Run("no daemon: nothing, at once, none started", func(t *testing.T) {
@@ -106,7 +108,7 @@ func TestSessionsDefault(t *testing.T) {
 	// The directory's default session, as call creates it.
 	tackle(t, d, "", "call", "Glob", `{"pattern":"*.txt"}`, "--cwd", dir).mustCode(t, 0)
 	r := tackle(t, d, "", "sessions", "show", "--cwd", dir, "--json").mustCode(t, 0)
-	var s sessionJSON
+	var s render.SessionJSON
 	decodeJSON(t, r.stdout, &s)
 	if s.Cwd != dir || !s.DefaultForCwd || s.LastSeq == 0 {
 		t.Errorf("sessions show --cwd %s = %+v, want the directory's default session with the Glob's events", dir, s)
@@ -133,7 +135,7 @@ func TestSessionsDefault(t *testing.T) {
 		t.Errorf("sessions list marks %v, want only %s:\n%s", marked, other, r.stdout)
 	}
 	r = tackleEnv(t, environ, "", "sessions", "list", "--json").mustCode(t, 0)
-	var list []sessionJSON
+	var list []render.SessionJSON
 	decodeJSON(t, r.stdout, &list)
 	for _, x := range list {
 		if x.DefaultForCwd != (x.ID == s.ID) {

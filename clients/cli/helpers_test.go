@@ -15,9 +15,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.uber.org/goleak"
-
 	"github.com/tackle-agent/tackle/daemon/daemontest"
+	"go.uber.org/goleak"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/fakemodel"
@@ -61,24 +62,24 @@ func TestRunStreamsOutput(t *testing.T) {
 }
 
 func TestLiveOutputLines(t *testing.T) {
-	var l liveOutput
+	var l render.LiveOutput
 	ev := func(id, text string) *tacklev1.Event {
 		return &tacklev1.Event{Type: "call_progress", CallId: id, Text: text}
 	}
-	if got := l.add(ev("a", "one\ntw")); strings.Join(got, "|") != "  │ one" {
+	if got := l.Add(ev("a", "one\ntw")); strings.Join(got, "|") != "  │ one" {
 		t.Errorf("add = %q", got)
 	}
-	if got := l.add(ev("b", "other\n")); strings.Join(got, "|") != "  │ other" {
+	if got := l.Add(ev("b", "other\n")); strings.Join(got, "|") != "  │ other" {
 		t.Errorf("add b = %q", got)
 	}
-	if got := l.add(ev("a", "o\r\n10%\r50%\r100%\n\tx\x1b[31m")); strings.Join(got, "|") != "  │ two|  │ 100%" {
+	if got := l.Add(ev("a", "o\r\n10%\r50%\r100%\n\tx\x1b[31m")); strings.Join(got, "|") != "  │ two|  │ 100%" {
 		t.Errorf("add = %q", got)
 	}
-	rest, streamed := l.end("a")
+	rest, streamed := l.End("a")
 	if strings.Join(rest, "|") != "  │  x[31m" || !streamed {
 		t.Errorf("end = %q, %v", rest, streamed)
 	}
-	if rest, streamed := l.end("c"); rest != nil || streamed {
+	if rest, streamed := l.End("c"); rest != nil || streamed {
 		t.Errorf("end of a silent call = %q, %v", rest, streamed)
 	}
 }

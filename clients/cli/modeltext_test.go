@@ -11,22 +11,6 @@ import (
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
-func TestForPeople(t *testing.T) {
-	for in, want := range map[string]string{
-		"<tool_use_error>InputValidationError: x</tool_use_error>": "InputValidationError: x",
-		userRejected + stopAndWait:                                 "denied by the user",
-		userRejected + userSaid + "use the other file":             "denied by the user: use the other file",
-		todoReminder: "todos updated",
-		interrupted:  "",
-		"file text\n<system-reminder>\nYou are being watched.\n</system-reminder>\nmore": "file text\nmore",
-		"plain output\n": "plain output\n",
-	} {
-		if got := forPeople(in); got != want {
-			t.Errorf("forPeople(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestModelTextStaysWithModel: tackle call's output for people drops or
 // rewrites what the daemon writes for the model (tool_use_error tags, the
 // rejection's "STOP what you are doing…", the todo-list reminder); --json

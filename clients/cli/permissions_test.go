@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
+	"github.com/tackle-agent/tackle/clients/cli/permissions"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 )
 
@@ -81,7 +83,7 @@ func TestPermissionsCommands(t *testing.T) {
 
 	r = tackle(t, d, "", "permissions", "audit", "--session", sid, "--json").mustCode(t, 0)
 	golden(t, "permissions_audit", normalize(t, r.stdout, repl))
-	var audit []auditJSON
+	var audit []permissions.AuditJSON
 	if err := json.Unmarshal([]byte(r.stdout), &audit); err != nil || len(audit) != 1 {
 		t.Fatalf("audit %v, %v", audit, err)
 	}
@@ -109,7 +111,7 @@ func TestExplainJSON(t *testing.T) {
 		{"explain_ask", "mkdir out && npm test"},
 	} {
 		r := tackle(t, d, "", "explain", "Bash", fmt.Sprintf(`{"command":%q}`, tc.command), "--session", sid, "--json").mustCode(t, 0)
-		var e explainJSON
+		var e permissions.ExplainJSON
 		if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +135,7 @@ func TestTrustCommands(t *testing.T) {
 	decision := func() string {
 		t.Helper()
 		r := tackle(t, d, "", "explain", "Bash", `{"command":"mkdir x"}`, "--session", sid, "--json").mustCode(t, 0)
-		var e explainJSON
+		var e permissions.ExplainJSON
 		if err := json.Unmarshal([]byte(r.stdout), &e); err != nil {
 			t.Fatal(err)
 		}
@@ -217,9 +219,9 @@ func TestAttachJSONAnswers(t *testing.T) {
 		t.Errorf("denied result = %s", out.String())
 	}
 	aout.waitFor(t, `"type":"permission_resolved"`)
-	var resolved *eventJSON
+	var resolved *render.EventJSON
 	for _, line := range strings.Split(aout.String(), "\n") {
-		var e eventJSON
+		var e render.EventJSON
 		if json.Unmarshal([]byte(line), &e) == nil && e.Type == "permission_resolved" {
 			resolved = &e
 		}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 )
 
@@ -58,7 +59,7 @@ func TestPermissionPreviewTerminal(t *testing.T) {
 	tackle(t, d, "", "call", "Read", `{"file_path":"`+file+`"}`, "--session", sid).mustCode(t, 0)
 	tc := startTermChat(t, env(d), "call", "Edit", `{"file_path":"`+file+`","old_string":"world","new_string":"there"}`, "--session", sid)
 	tc.out.waitFor(t, "Answer [y/a/n/f, default n]:")
-	for _, want := range []string{ansiRed + "-world" + ansiReset, ansiGreen + "+there" + ansiReset, ansiCyan + "@@ -1,2 +1,2 @@" + ansiReset} {
+	for _, want := range []string{render.AnsiRed + "-world" + render.AnsiReset, render.AnsiGreen + "+there" + render.AnsiReset, render.AnsiCyan + "@@ -1,2 +1,2 @@" + render.AnsiReset} {
 		if !strings.Contains(tc.out.String(), want) {
 			t.Errorf("the prompt lacks %q:\n%q", want, tc.out.String())
 		}

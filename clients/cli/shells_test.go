@@ -110,22 +110,6 @@ func TestAttachRendersTodos(t *testing.T) {
 	}
 }
 
-func TestTodoMarks(t *testing.T) {
-	for _, c := range []struct {
-		status       string
-		plain, fancy string
-	}{
-		{"pending", "[ ]", "☐"}, {"in_progress", "[~]", "◐"}, {"completed", "[x]", "☑"}, {"odd", "[?]", "?"},
-	} {
-		if got := todoMark(c.status, false); got != c.plain {
-			t.Errorf("todoMark(%s, plain) = %q, want %q", c.status, got, c.plain)
-		}
-		if got := todoMark(c.status, true); got != c.fancy {
-			t.Errorf("todoMark(%s, fancy) = %q, want %q", c.status, got, c.fancy)
-		}
-	}
-}
-
 // fifo makes a named pipe in dir.
 func fifo(t *testing.T, dir, name string) string {
 	t.Helper()

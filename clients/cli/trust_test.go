@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tackle-agent/tackle/clients/cli/internal/render"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 )
 
@@ -46,11 +47,11 @@ func TestSessionsShowSettingsDirectories(t *testing.T) {
 		}
 	}
 	r = tackle(t, d, "", "sessions", "show", sid, "--json").mustCode(t, 0)
-	var s sessionJSON
+	var s render.SessionJSON
 	if err := json.Unmarshal([]byte(r.stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	want := []workingDirJSON{
+	want := []render.WorkingDirJSON{
 		{Path: elsewhere, Origin: "settings", Source: userFile, Scope: "user"},
 		{Path: other, Origin: "settings", Source: projectFile, Scope: "project"},
 	}

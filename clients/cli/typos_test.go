@@ -10,44 +10,6 @@ import (
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 )
 
-func TestSuggest(t *testing.T) {
-	many := make([]string, 0, 300)
-	for i := 0; i < 300; i++ {
-		many = append(many, fmt.Sprintf("tool%03d", i))
-	}
-	tests := []struct {
-		name       string
-		candidates []string
-		want       string
-	}{
-		{"Reed", []string{"Read", "Write", "Edit", "ReplaceLines"}, "Read"},
-		{"sesions", []string{"sessions", "status", "skills"}, "sessions"},
-		{"lst", []string{"list", "ls", "show"}, "list,ls"},
-		{"grep", []string{"Grep", "Glob"}, "Grep"},
-		{"xyzzy", []string{"Read", "Write"}, ""},
-		{"tool", many, "tool000,tool001,tool002"}, // never more than three
-		{"s_1234", []string{"s_12345678", "s_99999999"}, "s_12345678"},
-	}
-	for _, tt := range tests {
-		if got := strings.Join(suggest(tt.name, tt.candidates), ","); got != tt.want {
-			t.Errorf("suggest(%q) = %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestJSONProblem(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"a": 1}`, ""},
-		{`{"file_path": `, "line 1, column 14: unexpected end of JSON input, near `{\"file_path\":`"},
-		{"{\"a\": 1,\n \"b\": 2,}", "line 2, column 9: invalid character '}' looking for beginning of object key string, near `\"b\": 2,}`"},
-	}
-	for _, tt := range tests {
-		if got := jsonProblem(tt.in); got != tt.want {
-			t.Errorf("jsonProblem(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestTidyError(t *testing.T) {
 	for in, want := range map[string]string{
 		"showing x: not found: session not found: x": "showing x: session not found: x",
