@@ -522,8 +522,9 @@ func checkGaps(t *testing.T, what string, evs []*tacklev1.Event, mark string) in
 
 // TestFaultHugeCommand: a 9.9 k-character Bash command of nested $(…)
 // costs little daemon CPU and is asked, a 3 MB call input is stored as a
-// preview and a file, and the session replays from seq 1 with every event
-// well under the 4 MB message limit.
+// preview and a file (a 6 MB one too, over gRPC's default message size),
+// and the session replays from seq 1 with every event well under the 4 MB
+// message limit.
 func TestFaultHugeCommand(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -553,6 +554,13 @@ func TestFaultHugeCommand(t *testing.T) {
 	o = runFaultCall(t, s, sid, "big", "Write", mustJSON(map[string]string{"file_path": filepath.Join(proj, "big.txt"), "content": big}), tacklev1.Decision_DECISION_DENY)
 	if o.result.GetStatus() != "denied" {
 		t.Errorf("the big Write: %s", o.result.GetStatus())
+	}
+
+	// Over gRPC's default 4 MB message: the daemon takes it all the same.
+	bigger := strings.Repeat("z", 6<<20)
+	o = runFaultCall(t, s, sid, "bigger", "Write", mustJSON(map[string]string{"file_path": filepath.Join(proj, "bigger.txt"), "content": bigger}), tacklev1.Decision_DECISION_DENY)
+	if o.result.GetStatus() != "denied" {
+		t.Errorf("the 6 MB Write: %s", o.result.GetStatus())
 	}
 
 	evs := replay(t, ctx, c, sid)

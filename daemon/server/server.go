@@ -155,6 +155,10 @@ type Server struct {
 }
 
 // New builds a server. It starts no goroutines.
+// maxClientMessage is the largest message a client may send: a batch's
+// tool inputs, stored as a preview plus a file when they are large.
+const maxClientMessage = 64 << 20
+
 func New(opts *Options) (*Server, error) {
 	if opts == nil || opts.Sessions == nil || opts.Dispatcher == nil || opts.Broker == nil {
 		return nil, errors.New("building server: Sessions, Dispatcher and Broker are required")
@@ -189,6 +193,10 @@ func New(opts *Options) (*Server, error) {
 	s.turnCtx, s.turnCancel = context.WithCancel(context.Background())
 	s.grpc = grpc.NewServer(
 		grpc.Creds(peerCreds{}),
+		// A client's tool call may carry more than gRPC's default 4 MB (a
+		// Write of a large file from tackle call); events stay bounded at
+		// about 1 MB on the way out (session.Session.Bounded).
+		grpc.MaxRecvMsgSize(maxClientMessage),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
