@@ -19,6 +19,7 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon/dispatch"
 	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/proc"
 	"github.com/tackle-agent/tackle/daemon/sandbox"
 	"github.com/tackle-agent/tackle/daemon/sandbox/netproxy"
 	"github.com/tackle-agent/tackle/daemon/server"
@@ -98,13 +99,19 @@ func (sn *sessionNet) start(d *Daemon, sess *session.Session) error {
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: uid, Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: gid, Size: 1}},
-		Pdeathsig:   syscall.SIGKILL, Setpgid: true,
+		Setpgid:     true,
 	}
-	if err := sn.holder.Start(); err != nil {
+	// Through proc, as every child of the daemon: Pdeathsig from a thread
+	// that never exits, and recorded, so the holder dies with the daemon.
+	h, err := proc.Start(sn.holder, "sandbox network holder", nil)
+	if err != nil {
 		sn.holder = nil
 		return fmt.Errorf("starting the namespace's holder: %w", err)
 	}
-	go sn.holder.Wait() //nolint:errcheck // it only ends when killed
+	go func() {
+		_ = sn.holder.Wait() // it only ends when killed
+		h.Release()
+	}()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", sn.holder.Process.Pid))
 	if err != nil {
 		return err
