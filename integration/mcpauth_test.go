@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"net/http"
 	"net/url"
@@ -145,7 +144,11 @@ func TestMCPAuthConformance(t *testing.T) {
 
 	for _, r := range runs {
 		summary, problems := judgeAuthSuite(r.out.String(), authSuites[r.suite])
-		problems = append(problems, failedAuthChecks(t, r.results)...)
+		found, err := testpeers.ConformanceProblems(r.results, testpeers.ConformanceClient{Name: "mcp-auth-client", GivesUp: authClientGivesUp, Skip: authExpectedFailures})
+		if err != nil {
+			t.Error(err)
+		}
+		problems = append(problems, found...)
 		expectFail := false
 		for _, s := range authSuites[r.suite] {
 			if _, ok := authExpectedFailures[s]; ok {
@@ -170,8 +173,6 @@ func TestMCPAuthConformance(t *testing.T) {
 var (
 	authScenarioLine = regexp.MustCompile(`^[✓✗] (\S+): (\d+) passed, (\d+) failed`)
 	authTotalLine    = regexp.MustCompile(`^Total: (\d+) passed, (\d+) failed, (\d+) warnings`)
-	// authRunStamp is the time the suite appends to a scenario's results directory.
-	authRunStamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
 )
 
 // authTotalLineIn returns the suite's "Total: ..." line, or "".
@@ -238,73 +239,6 @@ func judgeAuthSuite(output string, want []string) (summary string, problems []st
 	return summary, problems
 }
 
-// failedAuthChecks reads every scenario's checks.json under dir and
-// describes each check that failed or warned (but in an expected failure)
-// and each scenario whose tool call did not end as it should, with the
-// client's stderr of that scenario.
-func failedAuthChecks(t *testing.T, dir string) []string {
-	t.Helper()
-	var problems []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "checks.json" {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var checks []struct {
-			ID          string `json:"id"`
-			Status      string `json:"status"`
-			Description string `json:"description"`
-		}
-		if err := json.Unmarshal(data, &checks); err != nil {
-			return fmt.Errorf("parsing %s: %w", path, err)
-		}
-		scenario, _ := filepath.Rel(dir, filepath.Dir(path))
-		scenario = authRunStamp.ReplaceAllString(scenario, "")
-		if _, ok := authExpectedFailures[scenario]; ok {
-			return nil
-		}
-		stdout, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "stdout.txt"))
-		done := strings.Contains(string(stdout), "mcp-auth-client: scenario "+scenario+" done")
-		bad := false
-		switch giveUp := slices.Contains(authClientGivesUp, scenario); {
-		case giveUp && done:
-			bad = true
-			problems = append(problems, fmt.Sprintf("%s: the tool call succeeded where the client should have given up", scenario))
-		case !giveUp && !done:
-			bad = true
-			problems = append(problems, fmt.Sprintf("%s: the tool call through tackled did not succeed", scenario))
-		}
-		for _, c := range checks {
-			if c.Status == "FAILURE" || c.Status == "WARNING" {
-				bad = true
-				problems = append(problems, fmt.Sprintf("%s: %s %s: %s", scenario, c.Status, c.ID, c.Description))
-			}
-		}
-		if bad {
-			if stderr, err := os.ReadFile(filepath.Join(filepath.Dir(path), "stderr.txt")); err == nil && len(stderr) > 0 {
-				problems = append(problems, fmt.Sprintf("%s: client stderr:\n%s", scenario, authLastLines(string(stderr), 20)))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Errorf("reading the suite's results: %v", err)
-	}
-	return problems
-}
-
-// authLastLines returns the last n lines of s.
-func authLastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
-
 // The tests below use oauthserver, an OAuth-protected MCP server in this
 // process, configured as the user-scope server "remote".
 
@@ -359,7 +293,7 @@ func startAuthDaemon(t *testing.T, e *env) *authDaemon {
 	t.Cleanup(func() {
 		d.stop()
 		if t.Failed() {
-			t.Logf("tackled (pid %d) log:\n%s", d.cmd.Process.Pid, authLastLines(d.log.String(), 60))
+			t.Logf("tackled (pid %d) log:\n%s", d.cmd.Process.Pid, testpeers.LastLines(d.log.String(), 60))
 		}
 	})
 	conn, err := grpc.NewClient("unix://"+e.socket, grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -3,9 +3,7 @@ package mcp_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,7 +84,11 @@ func TestConformance(t *testing.T) {
 	t.Logf("conformance suite took %v", time.Since(start).Round(time.Millisecond))
 
 	summary, problems := judgeSuite(out.String())
-	problems = append(problems, failedChecks(t, results)...)
+	found, err := testpeers.ConformanceProblems(results, testpeers.ConformanceClient{Name: "mcp-conformance-client", GivesUp: clientGivesUp})
+	if err != nil {
+		t.Error(err)
+	}
+	problems = append(problems, found...)
 	if runErr != nil {
 		problems = append(problems, fmt.Sprintf("the suite exited with %v", runErr))
 	}
@@ -104,8 +106,6 @@ func TestConformance(t *testing.T) {
 var (
 	scenarioLine = regexp.MustCompile(`^[✓✗] (\S+): (\d+) passed, (\d+) failed`)
 	totalLine    = regexp.MustCompile(`^Total: (\d+) passed, (\d+) failed, (\d+) warnings`)
-	// runStamp is the time the suite appends to a scenario's results directory.
-	runStamp = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
 )
 
 // totalLineIn returns the suite's "Total: ..." line, or "".
@@ -162,69 +162,6 @@ func judgeSuite(output string) (summary string, problems []string) {
 		problems = append(problems, "the summary has no Total line")
 	}
 	return summary, problems
-}
-
-// failedChecks reads every scenario's checks.json under dir and describes
-// each check that failed or warned, with the client's stderr of that
-// scenario.
-func failedChecks(t *testing.T, dir string) []string {
-	t.Helper()
-	var problems []string
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || d.Name() != "checks.json" {
-			return err
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		var checks []struct {
-			ID          string `json:"id"`
-			Status      string `json:"status"`
-			Description string `json:"description"`
-		}
-		if err := json.Unmarshal(data, &checks); err != nil {
-			return fmt.Errorf("parsing %s: %w", path, err)
-		}
-		scenario, _ := filepath.Rel(dir, filepath.Dir(path))
-		scenario = runStamp.ReplaceAllString(scenario, "")
-		stdout, _ := os.ReadFile(filepath.Join(filepath.Dir(path), "stdout.txt"))
-		done := strings.Contains(string(stdout), "mcp-conformance-client: scenario "+scenario+" done")
-		bad := false
-		switch giveUp := slices.Contains(clientGivesUp, scenario); {
-		case giveUp && done:
-			bad = true
-			problems = append(problems, fmt.Sprintf("%s: the client succeeded where it should have given up", scenario))
-		case !giveUp && !done:
-			bad = true
-			problems = append(problems, fmt.Sprintf("%s: the client did not finish the scenario", scenario))
-		}
-		for _, c := range checks {
-			if c.Status == "FAILURE" || c.Status == "WARNING" {
-				bad = true
-				problems = append(problems, fmt.Sprintf("%s: %s %s: %s", scenario, c.Status, c.ID, c.Description))
-			}
-		}
-		if bad {
-			if stderr, err := os.ReadFile(filepath.Join(filepath.Dir(path), "stderr.txt")); err == nil && len(stderr) > 0 {
-				problems = append(problems, fmt.Sprintf("%s: client stderr:\n%s", scenario, lastLines(string(stderr), 20)))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Errorf("reading the suite's results: %v", err)
-	}
-	return problems
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // goTool returns the go command running this test (go test puts its
