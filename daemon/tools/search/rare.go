@@ -2,44 +2,51 @@ package search
 
 import "bytes"
 
-// byteRank estimates how common a byte is in source code and text (higher
-// is more common). Searching for the rarest byte of a literal first keeps
-// the number of false candidates low, as ripgrep's memchr heuristics do.
-var byteRank = func() [256]uint8 {
-	var r [256]uint8
-	for i := range r {
-		r[i] = 60 // control bytes, non-ASCII
+// byteFreq estimates each byte's share of source code and text (roughly as
+// in Go's source tree). It only ranks candidates — the prefilter's byte
+// class runs, the rarest byte of a literal to search for first (as
+// ripgrep's memchr heuristics do) — so it need not be exact.
+var byteFreq = func() [256]float64 {
+	var f [256]float64
+	for c := range f {
+		f[c] = 1 // control bytes, non-ASCII
 	}
 	for c := 'A'; c <= 'Z'; c++ {
-		r[c] = 120
+		f[c] = 40
 	}
 	for _, c := range "ESTRNIAOCLD" {
-		r[c] = 130
+		f[c] = 100
 	}
 	for c := '0'; c <= '9'; c++ {
-		r[c] = 160
+		f[c] = 50
 	}
-	r['0'], r['1'], r['2'] = 170, 170, 165
-	lower := "etaoinsrlhcdumpfgwybvkxjqz" // most to least common
-	for i, c := range lower {
-		r[c] = uint8(250 - 4*i)
-	}
-	for c, v := range map[byte]uint8{
-		' ': 255, '\n': 235, '\t': 215, '.': 200, '(': 195, ')': 195, '"': 185, ',': 190, '=': 185,
-		'_': 175, '/': 180, '*': 160, '{': 160, '}': 160, '-': 175, ':': 175, ';': 150, '[': 150,
-		']': 150, '\'': 150, '&': 140, '<': 140, '>': 140, '!': 130, '+': 140, '#': 125, '%': 120,
-		'|': 120, '\\': 120, '$': 110, '@': 100, '?': 110, '^': 90, '~': 80, '`': 100, '\r': 100,
+	for c, n := range map[byte]float64{
+		'e': 500, 't': 400, 'a': 330, 'r': 330, 'n': 320, 'o': 300, 'i': 300, 's': 270, 'c': 200,
+		'l': 190, 'd': 160, 'f': 160, 'u': 140, 'p': 130, 'x': 110, 'h': 100, 'm': 100, 'g': 100,
+		'b': 80, 'y': 40, 'v': 40, 'w': 25, 'k': 20, 'j': 10, 'q': 10, 'z': 10,
+		'0': 250, '1': 130, '2': 100,
+		' ': 1600, '\t': 320, ',': 200, '.': 150, '(': 120, ')': 120, '/': 120, '"': 110, '_': 110,
+		'=': 80, ':': 80, '*': 40, '-': 40, '{': 40, '}': 40, ';': 20, '[': 15, ']': 15, '+': 15,
+		'|': 15, '\\': 15, '\'': 10, '&': 10, '<': 10, '>': 10, '!': 10, '#': 5, '%': 5, '$': 5,
+		'\n': 300, '\r': 5, '`': 2, '@': 1, '?': 1, '^': 1, '~': 1,
 	} {
-		r[c] = v
+		f[c] = n
 	}
-	return r
+	total := 0.0
+	for _, n := range f {
+		total += n
+	}
+	for c := range f {
+		f[c] /= total
+	}
+	return f
 }()
 
 // rareIndex returns the position of the rarest byte of lit.
 func rareIndex(lit []byte) int {
 	best := 0
 	for i, c := range lit {
-		if byteRank[c] < byteRank[lit[best]] {
+		if byteFreq[c] < byteFreq[lit[best]] {
 			best = i
 		}
 	}
