@@ -76,6 +76,11 @@ type Options struct {
 	// front of the command (default: tackle-sandbox-bridge next to this
 	// executable, then in $PATH).
 	Bwrap, SandboxBridge string
+	// SandboxExec is the helper that starts sandboxed commands inside a
+	// sandbox made once per session and policy (default:
+	// tackle-sandbox-exec next to this executable, then in $PATH; without
+	// it each command gets a bubblewrap of its own).
+	SandboxExec string
 	// SandboxDial, if set, opens the sandbox proxy's connections (tests
 	// map names to loopback servers); default a net.Dialer.
 	SandboxDial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -395,6 +400,7 @@ func (d *Daemon) closeState() error {
 			d.mcp.auth.Close()
 		}
 		if d.sandbox != nil {
+			d.sandbox.exec.close()
 			d.sandbox.net.close()
 		}
 		if d.sessions != nil {

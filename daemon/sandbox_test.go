@@ -339,3 +339,104 @@ func TestSandboxUnixSockets(t *testing.T) {
 		}
 	}
 }
+
+// execServers are the pids of the running tackle-sandbox-exec processes
+// of these tests' daemons (their binary is this test process's own build).
+func execServers(t *testing.T) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []string
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.HasPrefix(string(b), daemontest.SandboxExec+"\x00") {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
+}
+
+// A session's sandboxed commands start in one sandbox, made once for its
+// policy; a new policy (a new deny rule) gets a new sandbox and the old
+// one ends; the commands' shell state (the directory) carries over as
+// unsandboxed. tackle sandbox status says how commands start.
+func TestSandboxCommandsShareOneSandboxPerPolicy(t *testing.T) {
+	d, s, dir := sandboxedSession(t, `{"enabled": true}`)
+	for deadline := time.Now().Add(10 * time.Second); len(execServers(t)) != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) { // earlier tests' daemons end theirs
+			t.Fatalf("sandboxes %v before the first command", execServers(t))
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var first []string
+	for i, cmd := range []string{"cd sub && echo one > f", "pwd; cat f", "echo $$"} {
+		tr := s.call("Bash", bash(cmd), "")
+		if tr.asked() || tr.result.GetStatus() != "completed" {
+			t.Fatalf("command %d: %s %s", i, tr.result.GetStatus(), resultText(tr.result))
+		}
+		if i == 1 && !strings.Contains(resultText(tr.result), filepath.Join(dir, "sub")+"\none") {
+			t.Fatalf("the directory did not carry over: %s", resultText(tr.result))
+		}
+		if i == 2 && strings.TrimSpace(resultText(tr.result)) != "1" {
+			t.Errorf("the shell is not its PID namespace's init: $$ is %s", resultText(tr.result))
+		}
+		pids := execServers(t)
+		if len(pids) != 1 {
+			t.Fatalf("after command %d: %d sandboxes for one session and policy, want 1", i, len(pids))
+		}
+		if first == nil {
+			first = pids
+		} else if pids[0] != first[0] {
+			t.Fatalf("command %d got a new sandbox (exec server %s, then %s)", i, first[0], pids[0])
+		}
+	}
+	st, err := tacklev1.NewSandboxServiceClient(d.Conn()).SandboxStatus(context.Background(), &tacklev1.SandboxStatusRequest{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if notes := strings.Join(st.GetNotes(), "\n"); !strings.Contains(notes, "once per policy") {
+		t.Errorf("status does not say how commands start: %q", notes)
+	}
+
+	// A new deny rule: the file it denies is hidden from the next command
+	// on, which gets a new sandbox; the old one ends.
+	writeFile(t, filepath.Join(dir, "sub", "token"), "s3cret\n")
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"),
+		`{"sandbox": {"enabled": true}, "permissions": {"deny": ["Read(./secret.txt)", "Read(/`+filepath.Join(dir, "sub", "token")+`)"]}}`)
+	tr := s.call("Bash", bash(`python3 -c 'print(open("token").read())'; echo done`), "")
+	if got := resultText(tr.result); strings.Contains(got, "s3cret") || !strings.Contains(got, "done") {
+		t.Fatalf("a file denied after the sandbox was made: %s", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pids := execServers(t); len(pids) != 1 || pids[0] == first[0]; pids = execServers(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxes %v after the policy changed, want one new one (the old %s ends)", pids, first[0])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Without the helper (or when it cannot start), each command gets a
+// sandbox of its own, which holds the same boundary.
+func TestSandboxWithoutExecServer(t *testing.T) {
+	needSandbox(t)
+	d := daemontest.Start(t, daemontest.WithOptions(func(o *daemon.Options) { o.SandboxExec = "/nonexistent/tackle-sandbox-exec" }))
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), `{"sandbox": {"enabled": true}}`)
+	dir := t.TempDir()
+	s := attach(t, d, newSession(t, d, dir, ""))
+	outside := filepath.Join(t.TempDir(), "new.txt")
+	tr := s.call("Bash", bash("echo in > in.txt; echo x > "+outside), "")
+	if tr.asked() || !strings.Contains(resultText(tr.result), "Read-only file system") {
+		t.Fatalf("the command: asked %v, %s", tr.asked(), resultText(tr.result))
+	}
+	if _, err := os.Stat(outside); err == nil {
+		t.Fatal("a write outside went through")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "in.txt")); string(b) != "in\n" {
+		t.Fatalf("a write inside: %q", b)
+	}
+}

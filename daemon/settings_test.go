@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,28 @@ import (
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain builds the sandbox's exec server for the daemons of these tests
+// (their sandboxed commands start through it, as in an installed tackled).
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tackle-test-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	if daemontest.SandboxExec, err = daemontest.BuildSandboxExec(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // stream is one controller Attach stream subscribed to a session.
 type stream struct {

@@ -93,6 +93,7 @@ func BenchmarkEchoProcess(b *testing.B) {
 	hc := healthpb.NewHealthClient(dialUnix(b, path))
 	ctx := context.Background()
 	durs := make([]time.Duration, 0, b.N)
+	cpu0 := procCPU(cmd.Process.Pid)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
@@ -103,6 +104,7 @@ func BenchmarkEchoProcess(b *testing.B) {
 	}
 	b.StopTimer()
 	reportP50(b, durs)
+	b.ReportMetric(float64((procCPU(cmd.Process.Pid)-cpu0).Microseconds())/float64(b.N), "server-cpu-µs/op")
 }
 
 // BenchmarkReadProcess is a Read of a small file through the real tackled

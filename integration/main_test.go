@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	build := exec.Command("go", "build", "-o", dir+"/", "../daemon/cmd/tackled", "../clients/cli/cmd/tackle")
+	build := exec.Command("go", "build", "-o", dir+"/", "../daemon/cmd/tackled", "../daemon/cmd/tackle-sandbox-exec", "../clients/cli/cmd/tackle")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building binaries:", err)

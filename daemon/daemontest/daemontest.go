@@ -9,8 +9,10 @@ package daemontest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -64,6 +66,21 @@ type Daemon struct {
 	stopOnce sync.Once
 }
 
+// SandboxExec is the default Options.SandboxExec of Start: a test package
+// whose daemons run sandboxed commands builds the helper (BuildSandboxExec)
+// in its TestMain and sets it.
+var SandboxExec string
+
+// BuildSandboxExec builds tackle-sandbox-exec into dir and returns its path.
+func BuildSandboxExec(dir string) (string, error) {
+	path := filepath.Join(dir, daemon.SandboxExecName)
+	out, err := exec.Command("go", "build", "-o", path, "github.com/tackle-agent/tackle/daemon/cmd/tackle-sandbox-exec").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("building %s: %v\n%s", daemon.SandboxExecName, err, out)
+	}
+	return path, nil
+}
+
 // Start builds and runs a daemon. Its socket lives in a fresh short
 // directory under the system temp dir (unix socket paths are limited to
 // 108 bytes); HOME, XDG_CONFIG_HOME and the state directory are temporary
@@ -86,6 +103,7 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 		ManagedSettings: filepath.Join(root, "managed-settings.json"),
 		Version:         "test",
 		BuildID:         "test-build",
+		SandboxExec:     SandboxExec,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:   "tackled",
 			Level:  hclog.Debug,

@@ -68,6 +68,16 @@ type registry struct {
 
 var global = registry{owned: map[int]*Handle{}, groups: map[int]*Handle{}}
 
+// TagEnv is the TagVar entry Start adds to a process's environment, for a
+// process started otherwise on the daemon's behalf (a sandboxed command,
+// which the sandbox's server starts); "" while no record is kept.
+func TagEnv() string {
+	if t := global.tag(); t != "" {
+		return TagVar + "=" + t
+	}
+	return ""
+}
+
 func (r *registry) tag() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

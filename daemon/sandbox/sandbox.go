@@ -1,19 +1,21 @@
-// Package sandbox confines Bash commands at the OS level: bubblewrap runs
-// each sandboxed command in its own mount and network namespaces, where
-// the whole filesystem is read-only but for the session's working
-// directories, its temporary directory and the configured extra paths;
-// protected paths and denied reads stay out of reach there too; and the
-// network is gone but for tackle's per-session proxy (package netproxy),
-// reached through a bridge inside the namespace.
+// Package sandbox confines Bash commands at the OS level. bubblewrap makes
+// a sandbox (mount, user and PID namespaces in the session's network
+// namespace) once per session and policy, and a server inside it starts
+// each command (package sandboxexec; without the server, each command gets
+// a bubblewrap of its own). There the whole filesystem is read-only but
+// for the session's working directories, its temporary directory and the
+// configured extra paths; protected paths and denied reads stay out of
+// reach there too; and the network is gone but for tackle's per-session
+// proxy (package netproxy).
 //
 // Why bubblewrap, not Landlock: Landlock only adds allowed hierarchies, so
 // it cannot keep a protected .git/hooks or a denied .env unwritable or
 // unreadable inside a writable working directory; bind mounts can. The
-// cost is measured in the shell package's benchmarks (see the README).
+// cost is measured in the integration benchmarks (see the README).
 //
 // The package reads Claude Code's sandbox settings, builds a Policy for
-// one command, and turns it into bwrap's command line. It runs nothing
-// but the availability probe.
+// one command, and turns it into bwrap's command line (for the command or
+// for the server). It runs nothing but the availability probe.
 package sandbox
 
 import (
@@ -25,11 +27,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/daemon/sandbox/sandboxexec"
 )
 
 // Settings are Claude Code's "sandbox" settings, merged over the layers
@@ -348,6 +352,35 @@ func (s *Settings) readAllowed(path, base string, abs func(string, string) strin
 
 // Command returns the command line that runs argv in the sandbox, in dir.
 func (p *Policy) Command(bwrap, dir string, argv []string) []string {
+	args := append(p.sandbox(bwrap), "--chdir", dir, "--")
+	if p.Network != nil && p.Network.Bridge != "" {
+		args = append(args, p.Network.Bridge,
+			"--http", fmt.Sprintf("127.0.0.1:%d=%s", p.Network.HTTPPort, p.Network.HTTPSocket),
+			"--socks", fmt.Sprintf("127.0.0.1:%d=%s", p.Network.SOCKSPort, p.Network.SOCKSSocket), "--")
+	}
+	return append(args, argv...)
+}
+
+// ServerCommand returns the command line of a sandbox whose one process is
+// the exec server (package sandboxexec) at exe, its socket on descriptor
+// fd, to start the commands of this policy; ok is false for a policy it
+// cannot serve (one whose network is a bridge run in front of each
+// command). The server gets a user namespace of its own and, in it, the
+// capabilities it needs to give each command a PID namespace
+// (CAP_SYS_ADMIN) and to make sure the commands get none
+// (CAP_SETPCAP); the seccomp filter and every mount hold for it and its
+// commands alike.
+func (p *Policy) ServerCommand(bwrap, exe string, fd int) (argv []string, ok bool) {
+	if p.Network != nil {
+		return nil, false
+	}
+	args := append(p.sandbox(bwrap), "--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
+		"--chdir", "/", "--")
+	return append(args, exe, sandboxexec.FDFlag, strconv.Itoa(fd)), true
+}
+
+// sandbox is bubblewrap's command line up to where the sandbox is made.
+func (p *Policy) sandbox(bwrap string) []string {
 	// A pid namespace of its own: when the command ends, every process it
 	// left (a daemon that setsid'd out of the process group included) is
 	// killed with the namespace.
@@ -402,13 +435,7 @@ func (p *Policy) Command(bwrap, dir string, argv []string) []string {
 	if p.Seccomp {
 		args = append(args, "--seccomp", "3")
 	}
-	args = append(args, "--chdir", dir, "--")
-	if p.Network != nil && p.Network.Bridge != "" {
-		args = append(args, p.Network.Bridge,
-			"--http", fmt.Sprintf("127.0.0.1:%d=%s", p.Network.HTTPPort, p.Network.HTTPSocket),
-			"--socks", fmt.Sprintf("127.0.0.1:%d=%s", p.Network.SOCKSPort, p.Network.SOCKSSocket), "--")
-	}
-	return append(args, argv...)
+	return args
 }
 
 // Availability is whether the sandbox can run on this machine.

@@ -347,7 +347,11 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 	env := call.Env
 	dir, root, reset := startDir(env)
 
-	cwdFile, err := os.CreateTemp(scratchDir(), "tackle-cwd-*")
+	scratch := scratchDir()
+	if sandboxed && s.opts.Sandbox != nil {
+		scratch = s.opts.Sandbox.ScratchDir(env)
+	}
+	cwdFile, err := os.CreateTemp(scratch, "tackle-cwd-*")
 	if err != nil {
 		return nil, fmt.Errorf("creating the file for the shell's final directory: %w", err)
 	}

@@ -13,8 +13,10 @@ import (
 	"github.com/tackle-agent/tackle/daemon/proc"
 )
 
-// process is one running shell: bash, the leader of its own process group.
+// process is one running shell: bash, the leader of its own process group,
+// started by the daemon (cmd) or by an Executor (remote).
 type process struct {
+	remote Started
 	cmd    *exec.Cmd
 	h      *proc.Handle // released once bash is waited for and its group is gone
 	pgid   int
@@ -34,6 +36,13 @@ func becomeSubreaper() error { return proc.Subreaper() }
 // in dir with env, stdin /dev/null and stdout and stderr to out, in a new
 // process group. The caller must call wait (usually in a goroutine).
 func startProc(wr *Wrapped, dir string, out *os.File) (*process, error) {
+	if wr.Exec != nil {
+		st, err := wr.Exec.Start(wr.Argv, wr.Env, dir, out)
+		if err != nil {
+			return nil, fmt.Errorf("starting %s in the sandbox: %w", wr.Argv[0], err)
+		}
+		return &process{remote: st, done: make(chan struct{})}, nil
+	}
 	cmd := exec.Command(wr.Argv[0], wr.Argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = wr.Env
@@ -58,6 +67,11 @@ func startProc(wr *Wrapped, dir string, out *os.File) (*process, error) {
 
 // wait waits for bash to exit and closes done.
 func (p *process) wait() {
+	if p.remote != nil {
+		<-p.remote.Done()
+		close(p.done)
+		return
+	}
 	p.cmd.Wait() //nolint:errcheck // the exit state is what matters, in ProcessState
 	p.state = p.cmd.ProcessState
 	close(p.done)
@@ -68,6 +82,9 @@ func (p *process) wait() {
 // at once if it has, else when it is (terminate gave up on it), so that
 // the reaper never takes bash's exit status from wait.
 func (p *process) release() {
+	if p.remote != nil {
+		return
+	}
 	select {
 	case <-p.done:
 		p.h.Release()
@@ -82,6 +99,9 @@ func (p *process) release() {
 // exitCode is bash's exit status, 128+N for a signal N (as shells report
 // it), -1 if unknown. Valid after done.
 func (p *process) exitCode() int {
+	if p.remote != nil {
+		return p.remote.ExitCode()
+	}
 	if p.state == nil {
 		return -1
 	}
@@ -101,6 +121,10 @@ const hardLimit = 5 * time.Second
 // gone, or after hardLimit more. It is safe to call concurrently and after
 // bash exited.
 func (p *process) terminate(grace time.Duration) {
+	if p.remote != nil {
+		p.terminateRemote(grace)
+		return
+	}
 	defer p.release()
 	signalGroup(p.pgid, unix.SIGTERM)
 	signalGroup(p.pgid, unix.SIGCONT)
@@ -129,12 +153,35 @@ func (p *process) terminate(grace time.Duration) {
 // closed): it reaps what exited of its group and kills what is still
 // running (as terminate). It reports whether anything was left running.
 func (p *process) cleanup(grace time.Duration) (leftovers bool) {
+	if p.remote != nil {
+		return false // Done means nothing of it is left
+	}
 	defer p.release()
 	if reapGroup(p.pgid) || p.settle > 0 && waitGroup(p.pgid, time.Now().Add(p.settle)) {
 		return false
 	}
 	p.terminate(grace)
 	return true
+}
+
+// terminateRemote is terminate for a command an Executor started: SIGTERM
+// to its group, SIGKILL after grace, which ends everything it started.
+func (p *process) terminateRemote(grace time.Duration) {
+	p.remote.Signal(unix.SIGTERM)
+	p.remote.Signal(unix.SIGCONT)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+		return
+	case <-t.C:
+	}
+	p.remote.Signal(unix.SIGKILL)
+	t.Reset(hardLimit)
+	select {
+	case <-p.done:
+	case <-t.C:
+	}
 }
 
 func signalGroup(pgid int, sig unix.Signal) {

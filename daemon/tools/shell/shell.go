@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/sys/unix"
 
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -61,11 +62,38 @@ type Sandboxer interface {
 	// Wrap returns how argv runs in the sandbox in dir; writable are
 	// files the shell itself must write (its final-directory file).
 	Wrap(env tool.Env, dir string, argv, environ, writable []string) (*Wrapped, error)
+	// ScratchDir is a directory writable inside the sandbox of env's
+	// session, for the files the shell itself writes.
+	ScratchDir(env tool.Env) string
+}
+
+// Executor starts commands where they must run (a server inside the
+// sandbox), in place of a process of the daemon's own.
+type Executor interface {
+	// Start starts argv in dir with env, stdin the null device, stdout
+	// and stderr to out, its shell the leader of its process group.
+	Start(argv, env []string, dir string, out *os.File) (Started, error)
+}
+
+// Started is a command an Executor started.
+type Started interface {
+	// Done is closed once the command has exited and nothing it started
+	// is left running.
+	Done() <-chan struct{}
+	// ExitCode is the shell's exit status, 128+N for a signal N, -1 if
+	// unknown (its executor ended first). Valid after Done.
+	ExitCode() int
+	// Signal signals the command's process group; SIGKILL ends it and
+	// everything it started.
+	Signal(sig unix.Signal)
 }
 
 // Wrapped is a sandboxed command line.
 type Wrapped struct {
 	Argv, Env []string
+	// Exec, if set, starts the command (Argv, Env) instead of the daemon;
+	// Enter, ExtraFiles and Settle are then unused.
+	Exec Executor
 	// Enter, if set, runs start (which starts the process) where the
 	// process must be started from: a thread inside the session's
 	// network namespace.

@@ -1,0 +1,13 @@
+// Command tackle-sandbox-exec is the server tackled starts inside a Bash
+// sandbox, once per session and policy, to start the sandboxed commands
+// there (package sandboxexec). It is small on purpose: it starts in about
+// a millisecond and holds little memory for as long as the session lives.
+package main
+
+import (
+	"os"
+
+	"github.com/tackle-agent/tackle/daemon/sandbox/sandboxexec"
+)
+
+func main() { os.Exit(sandboxexec.Serve(os.Args[1:])) }

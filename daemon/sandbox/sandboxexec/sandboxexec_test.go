@@ -1,0 +1,212 @@
+package sandboxexec
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
+)
+
+// serveEnv makes the test binary the server (as tackle-sandbox-exec).
+const serveEnv = "TACKLE_TEST_SANDBOXEXEC_SERVE"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) != "" {
+		os.Exit(Serve(os.Args[len(os.Args)-2:]))
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// startServer starts the test binary as the server inside a real
+// bubblewrap sandbox (as the daemon does: its own user, mount and PID
+// namespaces, CAP_SYS_ADMIN and CAP_SETPCAP granted) and returns its client.
+func startServer(t *testing.T) (*Client, string) {
+	t.Helper()
+	bwrap, err := exec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := os.NewFile(uintptr(pair[0]), "ours"), os.NewFile(uintptr(pair[1]), "theirs")
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	cmd := exec.Command(bwrap, "--die-with-parent", "--unshare-pid", "--unshare-net", "--unshare-user",
+		"--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_SETPCAP",
+		"--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", work, work,
+		"--chdir", "/", "--", self, "-test.run=^$", FDFlag, "3")
+	cmd.Env = append(os.Environ(), serveEnv+"=1")
+	cmd.ExtraFiles = []*os.File{theirs}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	theirs.Close()
+	nc, err := net.FileConn(ours)
+	ours.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient(nc.(*net.UnixConn), 10*time.Second)
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("the server did not exit cleanly: %v", err)
+		}
+	})
+	return c, work
+}
+
+// run runs script in the sandbox and returns its output and wait status.
+func run(t *testing.T, c *Client, dir, script string) (string, syscall.WaitStatus) {
+	t.Helper()
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	k, err := c.Run([]string{"/bin/bash", "-c", script}, []string{"PATH=/usr/bin:/bin"}, dir, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-k.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command did not end")
+	}
+	ws, err := k.Status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), ws
+}
+
+func TestRunsCommandsWithoutCapabilities(t *testing.T) {
+	c, work := startServer(t)
+	out, ws := run(t, c, work, `echo pid=$$; pwd; grep -E '^Cap(Eff|Prm|Bnd|Amb|Inh)' /proc/self/status; exit 3`)
+	if ws.ExitStatus() != 3 {
+		t.Fatalf("exit status %d, want 3; output:\n%s", ws.ExitStatus(), out)
+	}
+	if !strings.Contains(out, "pid=1\n") || !strings.Contains(out, "\n"+work+"\n") {
+		t.Fatalf("the shell is not its PID namespace's init in /tmp:\n%s", out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n")[2:] {
+		if f := strings.Fields(line); len(f) != 2 || strings.Trim(f[1], "0") != "" {
+			t.Errorf("a command holds capabilities: %q", line)
+		}
+	}
+	// Without capabilities it cannot undo a mount of the sandbox.
+	if out, ws := run(t, c, work, `umount `+work+` 2>&1 || echo refused`); !strings.Contains(out, "refused") || ws.ExitStatus() != 0 {
+		t.Fatalf("umount inside the sandbox: %q", out)
+	}
+}
+
+func TestLeftoversDieWithTheShell(t *testing.T) {
+	c, work := startServer(t)
+	// A daemon that leaves the process group and the session, then the
+	// shell exits: the namespace ends, the daemon with it.
+	out, _ := run(t, c, work, `setsid bash -c 'sleep 300' </dev/null >/dev/null 2>&1 & sleep 0.2; pgrep -x sleep >/dev/null && echo running`)
+	if !strings.Contains(out, "running") {
+		t.Fatalf("the daemon did not start: %q", out)
+	}
+	if out, _ := run(t, c, work, `pgrep -x sleep || echo none`); !strings.Contains(out, "none") {
+		t.Fatalf("a process of an ended command is still running in the sandbox: %q", out)
+	}
+}
+
+func TestSignalAndConcurrentCommands(t *testing.T) {
+	c, _ := startServer(t)
+	dir := t.TempDir()
+	var calls []*Call
+	for i := range 3 {
+		out, err := os.Create(filepath.Join(dir, strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := c.Run([]string{"/bin/bash", "-c", "trap 'exit 143' TERM; echo up; sleep 300"}, nil, "/", out)
+		out.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls = append(calls, k)
+	}
+	if c.Busy() != 3 {
+		t.Fatalf("busy %d, want 3", c.Busy())
+	}
+	time.Sleep(100 * time.Millisecond) // the traps are set
+	if err := calls[0].Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := calls[1].Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"exit status 143", "signal: killed"} {
+		select {
+		case <-calls[i].Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("call %d did not end on its signal", i)
+		}
+		ws, _ := calls[i].Status()
+		got := "exit status " + strconv.Itoa(ws.ExitStatus())
+		if ws.Signaled() {
+			got = "signal: killed"
+		}
+		if got != want {
+			t.Errorf("call %d: %s, want %s", i, got, want)
+		}
+	}
+	select {
+	case <-calls[2].Done():
+		t.Fatal("a command not signalled ended")
+	default:
+	}
+	// Closing the client ends the server, and the command still running
+	// with it.
+	c.Close()
+	select {
+	case <-calls[2].Done():
+		if _, err := calls[2].Status(); err == nil {
+			t.Fatal("a command cut off by the server's end reports no error")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call was not ended with its server")
+	}
+	if _, err := c.Run([]string{"/bin/true"}, nil, "/", os.Stdout); err == nil {
+		t.Fatal("a run after the server ended did not fail")
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	c, work := startServer(t)
+	if _, err := c.Run([]string{"bash"}, nil, "/", os.Stdout); err == nil || !strings.Contains(err.Error(), "absolute") {
+		t.Fatalf("a relative command path: %v", err)
+	}
+	if _, err := c.Run([]string{"/nonexistent/bin"}, nil, "/", os.Stdout); err == nil {
+		t.Fatal("a missing command started")
+	}
+	if out, ws := run(t, c, work, "echo still serving"); ws.ExitStatus() != 0 || out != "still serving\n" {
+		t.Fatalf("after the bad requests: %q %v", out, ws)
+	}
+}
