@@ -615,6 +615,7 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 		},
 		done: make(chan agent.Outcome, 1),
 	}
+	done := cr.done // the prompt's run clears cr.done once it sent the outcome
 	if _, err := l.d.prompts.start(sess, server.PromptRequest{Text: in.Prompt, ClientID: "agent:" + parent.ID()}, cr); err != nil {
 		cancel()
 		l.d.hooks.ClearScoped(sess.ID())
@@ -624,7 +625,7 @@ func (l *subagents) start(ctx context.Context, parent *session.Session, call *to
 		l.mu.Unlock()
 		return nil, err
 	}
-	go l.await(c, cr.done, p.background)
+	go l.await(c, done, p.background)
 	return c, nil
 }
 

@@ -35,6 +35,11 @@ import (
 // an MCP client's call; added/grpc is that over the bare round trip (the
 // issue's goal: ≤ 2). The CPU time per call of the serve process and of
 // the daemon is reported too (/proc, 10 ms ticks: coarse for small b.N).
+// serveProfileEnv names a file for the CPU profile of the tackle mcp serve
+// that BenchmarkMcpServeEcho starts (daemonProfileEnv does not reach its
+// daemon, which the CLI auto-starts).
+const serveProfileEnv = "TACKLE_BENCH_SERVE_CPUPROFILE"
+
 func BenchmarkMcpServeEcho(b *testing.B) {
 	bin := testpeers.Bin(b, "mcp-server-everything")
 	root, err := os.MkdirTemp("", "tkb")
@@ -64,7 +69,11 @@ func BenchmarkMcpServeEcho(b *testing.B) {
 
 	// tackle mcp serve, once server-everything's echo is served.
 	changed := make(chan struct{}, 1)
-	serveCmd := exec.Command(filepath.Join(binDir, "tackle"), "mcp", "serve", "--no-autostart", "--cwd", root)
+	serveArgs := []string{"mcp", "serve", "--no-autostart", "--cwd", root}
+	if prof := os.Getenv(serveProfileEnv); prof != "" {
+		serveArgs = append(serveArgs, "--cpuprofile", prof)
+	}
+	serveCmd := exec.Command(filepath.Join(binDir, "tackle"), serveArgs...)
 	serveCmd.Env, serveCmd.Stderr = env, os.Stderr
 	served := connectBench(b, &mcpsdk.CommandTransport{Command: serveCmd}, &mcpsdk.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -38,6 +40,8 @@ func mcpServeCommand(a *cmdutil.App) *cobra.Command {
 		name    string
 		mode    string
 		timeout uint32
+		// cpuProfile, hidden: where a CPU profile of the serving goes.
+		cpuProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--cwd DIR | --session ID] [--tools mcp|all|PATTERN...] [--name NAME]",
@@ -79,9 +83,22 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 			if err != nil {
 				return cmdutil.UsageError("%v", err)
 			}
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return srv.Serve(cmd.Context(), a.Stdin, a.Stdout)
 		}),
 	}
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until serving ends (for measuring)")
+	cmd.Flags().MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
 	sf.Register(cmd)
 	cmd.Flags().StringSliceVar(&tools, "tools", nil, "what to serve: mcp (default), all, or glob patterns such as github__* (repeatable, comma-separated)")
 	cmd.Flags().StringVar(&name, "name", "tackle", "the server's name in its serverInfo")
