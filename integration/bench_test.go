@@ -167,6 +167,16 @@ func BenchmarkBashTrueDirect(b *testing.B) {
 //	TACKLE_BENCH_DAEMON_CPUPROFILE=/tmp/d.prof go test -run '^$' -bench MCPEchoStdioTackle ./integration/
 const daemonProfileEnv = "TACKLE_BENCH_DAEMON_CPUPROFILE"
 
+// altDaemonEnv names another tackled binary for benchCallProcess to run,
+// to compare two builds in alternating runs on a noisy machine:
+//
+//	TACKLE_BENCH_TACKLED=/tmp/old/tackled go test -run '^$' -bench ReadProcess ./integration/
+const altDaemonEnv = "TACKLE_BENCH_TACKLED"
+
+// daemonMemProfileEnv is the same for a heap profile (its alloc_space
+// sample is what the calls allocated).
+const daemonMemProfileEnv = "TACKLE_BENCH_DAEMON_MEMPROFILE"
+
 // benchCallProcess starts a real tackled in another process and measures
 // one call a turn on an open Attach stream, from RunBatch to the call's
 // result event. setup gets a fresh directory (the session's cwd) and returns
@@ -192,7 +202,14 @@ func benchCallProcessReady(b *testing.B, setup func(root string) (name, input, m
 	if prof := os.Getenv(daemonProfileEnv); prof != "" {
 		args = append(args, "--cpuprofile", prof)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "tackled"), args...)
+	if prof := os.Getenv(daemonMemProfileEnv); prof != "" {
+		args = append(args, "--memprofile", prof)
+	}
+	tackled := filepath.Join(binDir, "tackled")
+	if alt := os.Getenv(altDaemonEnv); alt != "" {
+		tackled = alt
+	}
+	cmd := exec.Command(tackled, args...)
 	cmd.Env = []string{"HOME=" + root, "XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
 	startProcess(b, cmd, path)
 

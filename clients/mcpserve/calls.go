@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -36,11 +37,21 @@ type call struct {
 // errLinkLost ends a call whose stream ended before its result came.
 var errLinkLost = errors.New("the connection to tackled was lost before the call ended; its outcome is unknown")
 
-// newID returns prefix followed by 16 random hex digits.
+// idBase makes this process's ids unique across processes; idSeq within it.
+var (
+	idBase = func() string {
+		var b [6]byte
+		rand.Read(b[:])
+		return hex.EncodeToString(b[:])
+	}()
+	idSeq atomic.Uint64
+)
+
+// newID returns prefix followed by an id no other call of any serve
+// process has (a random per-process part and a counter: no system call
+// per call).
 func newID(prefix string) string {
-	var b [8]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
+	return prefix + idBase + "-" + strconv.FormatUint(idSeq.Add(1), 10)
 }
 
 // runCall runs one call of tool name with input (a JSON object) as a turn

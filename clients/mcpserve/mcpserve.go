@@ -397,14 +397,16 @@ func (b *bridge) closeLink() {
 // a client that merely waits.
 func (b *bridge) pump(l *link) {
 	defer b.wg.Done()
-	for it := range l.st.Chan(b.ctx) {
-		if it.Err != nil {
+	// The stream's messages are handled on the goroutine that receives
+	// them (no hand-off: a call's result is one wake-up from its handler).
+	for msg, err := range l.st.Messages() {
+		if err != nil {
 			if b.ctx.Err() == nil {
-				b.logf("the stream of session %s ended: %v (the next call attaches again)", b.sid, it.Err)
+				b.logf("the stream of session %s ended: %v (the next call attaches again)", b.sid, err)
 			}
 			break
 		}
-		switch m := it.Msg.GetMsg().(type) {
+		switch m := msg.GetMsg().(type) {
 		case *tacklev1.ServerMessage_BatchAccepted:
 			b.accepted(l, m.BatchAccepted)
 		case *tacklev1.ServerMessage_Error:

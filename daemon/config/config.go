@@ -479,17 +479,20 @@ func (m *statMemo) stat(path string) stamp {
 	return st
 }
 
+// statFile is os.Stat's stamp of path, without its allocations (a stat
+// per settings file per turn: this is on every tool call's path).
 func statFile(path string) stamp {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return stamp{}
+	var sys syscall.Stat_t
+	for {
+		err := syscall.Stat(path, &sys)
+		if err == nil {
+			break
+		}
+		if err != syscall.EINTR {
+			return stamp{}
+		}
 	}
-	st := stamp{exists: true, modTime: fi.ModTime(), size: fi.Size()}
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		st.ino = sys.Ino
-		st.ctime = sys.Ctim.Nano()
-	}
-	return st
+	return stamp{exists: true, modTime: time.Unix(sys.Mtim.Unix()), size: sys.Size, ino: sys.Ino, ctime: sys.Ctim.Nano()}
 }
 
 // parseFile decodes one file: a settings file, or with rawOnly any JSON

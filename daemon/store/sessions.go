@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -380,7 +381,12 @@ type BatchWriter struct {
 	s                              *Store
 	conn                           *sql.Conn
 	ev, file, audit, open, closing *sql.Stmt
+	// spare are the chunk buffers of the last Write, for the next.
+	spare []*bytes.Buffer
 }
+
+// maxSpare bounds a chunk buffer kept for the next Write.
+const maxSpare = 1 << 20
 
 // NewBatchWriter reserves a connection for batched writes. Close releases it.
 func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
@@ -434,7 +440,19 @@ func (w *BatchWriter) Close() error {
 func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 	type chunk struct {
 		first, last uint64
-		buf         []byte
+		buf         *bytes.Buffer
+		enc         *json.Encoder
+	}
+	spare := w.spare
+	w.spare = w.spare[:0]
+	newBuf := func() *bytes.Buffer {
+		if n := len(spare); n > 0 {
+			b := spare[n-1]
+			spare = spare[:n-1]
+			b.Reset()
+			return b
+		}
+		return new(bytes.Buffer)
 	}
 	chunks := map[string]*chunk{} // the last chunk of each session
 	var order []*chunk
@@ -468,24 +486,25 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 					}
 				}
 			}
-			b, err := json.Marshal(e)
-			if err != nil {
-				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
-			}
 			c := chunks[e.SessionID]
 			if c != nil && e.Seq <= c.last {
 				return fmt.Errorf("storing events of session %s: event %d follows %d", e.SessionID, e.Seq, c.last)
 			}
 			if c == nil || e.Seq != c.last+1 {
-				c = &chunk{first: e.Seq, buf: []byte{'['}}
+				c = &chunk{first: e.Seq, buf: newBuf()}
+				c.enc = json.NewEncoder(c.buf)
+				c.buf.WriteByte('[')
 				chunks[e.SessionID] = c
 				order = append(order, c)
 				sessionOf = append(sessionOf, e.SessionID)
 			} else {
-				c.buf = append(c.buf, ',')
+				c.buf.WriteByte(',')
 			}
 			c.last = e.Seq
-			c.buf = append(c.buf, b...)
+			// Encoded into the chunk (a newline after each: JSON space).
+			if err := c.enc.Encode(e); err != nil {
+				return fmt.Errorf("encoding event %d of session %s: %w", e.Seq, e.SessionID, err)
+			}
 			continue
 		}
 		k := fileKey{x.SessionID, x.File.Path}
@@ -502,10 +521,17 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			w.conn.ExecContext(ctx, "ROLLBACK") //nolint:errcheck // the error that matters is err
 		}
 	}()
+	defer func() {
+		for _, c := range order {
+			if c.buf.Cap() <= maxSpare {
+				w.spare = append(w.spare, c.buf)
+			}
+		}
+	}()
 	for i, c := range order {
 		id := sessionOf[i]
-		c.buf = append(c.buf, ']')
-		if _, err := w.ev.ExecContext(ctx, id, int64(c.first), int64(c.last), string(c.buf)); err != nil {
+		c.buf.WriteByte(']')
+		if _, err := w.ev.ExecContext(ctx, id, int64(c.first), int64(c.last), c.buf.String()); err != nil {
 			return w.s.explain(fmt.Sprintf("appending events %d-%d of session %s to", c.first, c.last, id), err)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -116,10 +117,22 @@ func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 		return tool.ErrorResult(err.Error()), nil
 	}
 	r := &reader{opts: t.opts, path: p, real: realPathOf(call, p, fi), file: f, info: fi, hash: sha256.New()}
-	bufSize := int(max(sniffLen, min(64<<10, fi.Size()+1)))
-	r.br = bufio.NewReaderSize(io.TeeReader(ctxReader{ctx, f}, r.hash), bufSize)
+	r.br = readBufs.Get().(*bufio.Reader)
+	r.br.Reset(io.TeeReader(ctxReader{ctx, f}, r.hash))
+	defer func() {
+		r.br.Reset(nil)
+		readBufs.Put(r.br)
+	}()
 	return r.run(ctx, in)
 }
+
+// readBufs are the readers of Reads, reused: nothing a Read returns points
+// into its buffer (lines and images are copied out).
+var readBufs = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBufSize) }}
+
+// readBufSize holds the sniffed head (sniffLen) and is the unit a file is
+// read in.
+const readBufSize = 64 << 10
 
 // reader is the state of one Read.
 type reader struct {
