@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/sandbox"
 	"github.com/tackle-agent/tackle/daemon/server"
 	"github.com/tackle-agent/tackle/daemon/session"
@@ -38,9 +39,17 @@ func newSandboxLayer(d *Daemon) *sandboxLayer {
 
 var _ shell.Sandboxer = (*sandboxLayer)(nil)
 
-// settings are the sandbox settings of env's project.
+// settings are the sandbox settings of env's project, as its session's
+// turn read them (Session.Settings: the same snapshot the permission
+// stage's rules come from; a Bash call decides on it three times).
 func (l *sandboxLayer) settings(env tool.Env) sandbox.Settings {
-	st, _ := l.d.loader.Load(rootOf(env))
+	var st *config.Settings
+	if sess, ok := env.(*session.Session); ok {
+		st = sess.Settings()
+	}
+	if st == nil {
+		st, _ = l.d.loader.Load(rootOf(env))
+	}
 	s, problems := sandbox.Read(st)
 	for _, p := range problems {
 		l.d.log.Warn("sandbox settings", "problem", p)
