@@ -352,24 +352,27 @@ func (p *perms) Rules(sess *session.Session) ([]server.RuleInfo, []server.RulePr
 	return out, probs
 }
 
+// turnRules are a session's permission rules from its settings as its
+// turn read them (for its working directories): one read of the settings
+// files a turn, for the pipeline and the sandbox alike.
+func (d *Daemon) turnRules(s tool.Env) *permission.Rules {
+	if sess, ok := s.(*session.Session); ok {
+		if st := sess.Settings(); st != nil {
+			rs, _ := d.perms.rulesFrom(sess.ID(), st, st.Trusted)
+			return rs
+		}
+	}
+	rs, _ := d.perms.rules(s.SessionID(), rootOf(s))
+	return rs
+}
+
 // dispatchOptions are the pipeline's options: the timeout, and the
 // permission stage's rules, "always" answers and audit log.
 func (d *Daemon) dispatchOptions() *dispatch.Options {
 	return &dispatch.Options{
 		PermissionTimeout: d.opts.PermissionTimeout,
 		Logger:            d.opts.Logger.Named("dispatch"),
-		Rules: func(s dispatch.Session) *permission.Rules {
-			// A session's settings as its turn read them (for its working
-			// directories): one read of the settings files a turn.
-			if sess, ok := s.(*session.Session); ok {
-				if st := sess.Settings(); st != nil {
-					rs, _ := d.perms.rulesFrom(s.ID(), st, st.Trusted)
-					return rs
-				}
-			}
-			rs, _ := d.perms.rules(s.ID(), rootOf(s))
-			return rs
-		},
+		Rules: func(s dispatch.Session) *permission.Rules { return d.turnRules(s) },
 		SaveAlways: func(s dispatch.Session, scope, rule string) (string, error) {
 			root := rootOf(s)
 			if err := d.perms.saveAlways(d.rootSessionID(s.ID()), root, scope, rule); err != nil {

@@ -114,7 +114,7 @@ func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []
 		return nil, err
 	}
 	root := sess.Root()
-	rules, _ := l.d.perms.rules(sess.ID(), root)
+	rules := l.d.turnRules(sess)
 	dirs := sess.WorkingDirs()
 	p, err := s.Prepare(sandbox.Options{
 		WorkingDirs: dirs, TempDir: l.tempDir(sess.ID()), Home: l.d.opts.Home,

@@ -286,6 +286,9 @@ func (s *Settings) Prepare(o Options) (*Policy, error) {
 		}
 	}
 	for _, w := range p.Write {
+		if w == o.TempDir {
+			continue // tackle's own scratch space: no project's hooks or settings live there
+		}
 		for _, rel := range Protected {
 			path := filepath.Join(w, rel)
 			if _, err := os.Lstat(path); err != nil {

@@ -381,6 +381,7 @@ type BatchWriter struct {
 	s                              *Store
 	conn                           *sql.Conn
 	ev, file, audit, open, closing *sql.Stmt
+	begin, commit                  *sql.Stmt
 	// spare are the chunk buffers of the last Write, for the next.
 	spare []*bytes.Buffer
 }
@@ -408,6 +409,12 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 	if err == nil {
 		w.closing, err = conn.PrepareContext(ctx, deleteOpenTurn)
 	}
+	if err == nil {
+		w.begin, err = conn.PrepareContext(ctx, "BEGIN IMMEDIATE")
+	}
+	if err == nil {
+		w.commit, err = conn.PrepareContext(ctx, "COMMIT")
+	}
 	if err != nil {
 		w.Close()
 		return nil, s.explain("writing to", err)
@@ -417,12 +424,12 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 
 // Close releases the connection. It is idempotent.
 func (w *BatchWriter) Close() error {
-	for _, st := range []*sql.Stmt{w.ev, w.file, w.audit, w.open, w.closing} {
+	for _, st := range []*sql.Stmt{w.ev, w.file, w.audit, w.open, w.closing, w.begin, w.commit} {
 		if st != nil {
 			st.Close()
 		}
 	}
-	w.ev, w.file, w.audit, w.open, w.closing = nil, nil, nil, nil, nil
+	w.ev, w.file, w.audit, w.open, w.closing, w.begin, w.commit = nil, nil, nil, nil, nil, nil, nil
 	if w.conn == nil {
 		return nil
 	}
@@ -513,7 +520,7 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 		}
 		files[k] = x.File
 	}
-	if _, err := w.conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+	if _, err := w.begin.ExecContext(ctx); err != nil {
 		return w.s.explain("writing to", err)
 	}
 	defer func() {
@@ -562,7 +569,7 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			return w.s.explain("recording a permission decision in", err)
 		}
 	}
-	if _, err := w.conn.ExecContext(ctx, "COMMIT"); err != nil {
+	if _, err := w.commit.ExecContext(ctx); err != nil {
 		return w.s.explain("writing to", err)
 	}
 	return nil
