@@ -222,6 +222,16 @@ func (c execCall) ExitCode() int {
 	}
 }
 
+func (c execCall) Err() error {
+	_, err := c.k.Status()
+	return err
+}
+
+func (c execCall) StartFailed() bool {
+	var se *sandboxexec.StartError
+	return errors.As(c.Err(), &se)
+}
+
 func (c execCall) Signal(sig unix.Signal) { c.k.Signal(syscall.Signal(sig)) } //nolint:errcheck // a server gone has ended the command
 
 // initShell makes a shell's script fit to be its PID namespace's init:

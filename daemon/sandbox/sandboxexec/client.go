@@ -89,10 +89,9 @@ func (c *Client) read() {
 			continue
 		}
 		switch r.Op {
-		case "started":
-			k.started <- nil
 		case "error":
-			k.started <- errors.New(r.Err)
+			k.err = &StartError{Msg: r.Err}
+			close(k.done)
 		case "exited":
 			k.status = syscall.WaitStatus(r.Status)
 			close(k.done)
@@ -106,10 +105,6 @@ func (c *Client) read() {
 	c.mu.Unlock()
 	for _, k := range calls {
 		k.err = c.err
-		select {
-		case k.started <- c.err:
-		default:
-		}
 		close(k.done)
 	}
 	close(c.gone)
@@ -117,16 +112,25 @@ func (c *Client) read() {
 
 // Call is one command started by the server.
 type Call struct {
-	c       *Client
-	id      uint64
-	started chan error // one value: nil once started, or why not
-	done    chan struct{}
-	status  syscall.WaitStatus // set before done is closed
-	err     error              // the server ended first; set before done is closed
+	c      *Client
+	id     uint64
+	done   chan struct{}
+	status syscall.WaitStatus // set before done is closed
+	// err is set before done is closed when there is no status: a
+	// *StartError, or the server ended first (ErrServerGone).
+	err error
 }
 
-// Run starts argv (argv[0] an absolute path) in dir with env, its stdout
-// and stderr going to out, and returns once it runs.
+// StartError is why the server could not start a command.
+type StartError struct{ Msg string }
+
+func (e *StartError) Error() string { return e.Msg }
+
+// Run asks the server to start argv (argv[0] an absolute path) in dir
+// with env, its stdout and stderr going to out, and returns without
+// waiting for the answer (a round trip to the server costs about as much
+// as a gRPC call here): a command that could not start is Done with a
+// *StartError.
 func (c *Client) Run(argv, env []string, dir string, out *os.File) (*Call, error) {
 	c.mu.Lock()
 	if c.err != nil {
@@ -134,7 +138,7 @@ func (c *Client) Run(argv, env []string, dir string, out *os.File) (*Call, error
 		return nil, c.err
 	}
 	c.next++
-	k := &Call{c: c, id: c.next, started: make(chan error, 1), done: make(chan struct{})}
+	k := &Call{c: c, id: c.next, done: make(chan struct{})}
 	c.calls[k.id] = k
 	c.mu.Unlock()
 	c.wmu.Lock()
@@ -146,9 +150,6 @@ func (c *Client) Run(argv, env []string, dir string, out *os.File) (*Call, error
 		c.mu.Unlock()
 		return nil, fmt.Errorf("asking the sandbox's exec server: %w", err)
 	}
-	if err := <-k.started; err != nil {
-		return nil, err
-	}
 	return k, nil
 }
 
@@ -156,8 +157,8 @@ func (c *Client) Run(argv, env []string, dir string, out *os.File) (*Call, error
 // gone (or the server ended).
 func (k *Call) Done() <-chan struct{} { return k.done }
 
-// Status is the command's wait status, or ErrServerGone's error. Valid
-// after Done.
+// Status is the command's wait status, or why there is none (a
+// *StartError, or ErrServerGone's error). Valid after Done.
 func (k *Call) Status() (syscall.WaitStatus, error) { return k.status, k.err }
 
 // Signal signals the command's process group; SIGKILL ends its PID

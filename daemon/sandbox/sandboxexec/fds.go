@@ -2,6 +2,8 @@ package sandboxexec
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strconv"
 
@@ -51,4 +53,64 @@ func closeOnExecAbove() {
 			unix.CloseOnExec(fd)
 		}
 	}
+}
+
+// rawConn is a socket used with blocking system calls: a read blocks the
+// calling thread in the kernel, which wakes it directly when a request
+// comes (no hand-off through the runtime's poller to a goroutine locked
+// to its thread).
+type rawConn struct{ fd int }
+
+func (c rawConn) ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error) {
+	for {
+		n, oobn, flags, _, err = unix.Recvmsg(c.fd, b, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err == nil && n == 0 && len(b) > 0 {
+		err = io.EOF
+	}
+	return n, oobn, flags, nil, err
+}
+
+func (c rawConn) WriteMsgUnix(b, oob []byte, _ *net.UnixAddr) (n, oobn int, err error) {
+	for {
+		n, err = unix.SendmsgN(c.fd, b, oob, nil, 0)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return n, 0, err
+	}
+	return n, len(oob), nil
+}
+
+func (c rawConn) Read(b []byte) (int, error) {
+	for {
+		n, err := unix.Read(c.fd, b)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 && len(b) > 0 {
+			return 0, io.EOF
+		}
+		return n, err
+	}
+}
+
+func (c rawConn) Write(b []byte) (int, error) {
+	written := 0
+	for written < len(b) {
+		n, err := unix.Write(c.fd, b[written:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return written, err
+		}
+		written += n
+	}
+	return written, nil
 }

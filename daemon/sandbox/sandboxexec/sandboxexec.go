@@ -25,7 +25,7 @@
 // frames of a 4-byte little-endian length and a JSON message. The daemon
 // sends "run" (the command's output descriptor attached with SCM_RIGHTS)
 // and "signal"; the server answers "ready" once, then for every run
-// "started" or an error, and "exited" with the wait status.
+// "exited" with the wait status, or "error" if it could not start it.
 package sandboxexec
 
 import (
@@ -56,15 +56,23 @@ type request struct {
 
 // reply is a message from the server.
 type reply struct {
-	Op  string `json:"op"` // "ready", "started", "exited" or "error"
+	Op  string `json:"op"` // "ready", "exited" or "error"
 	ID  uint64 `json:"id,omitempty"`
 	Err string `json:"err,omitempty"`
 	// exited: the raw wait status (syscall.WaitStatus).
 	Status uint32 `json:"status,omitempty"`
 }
 
+// conn is a unix stream socket: a *net.UnixConn (the daemon's side), or
+// rawConn (the server's, which blocks in the kernel on its one thread).
+type conn interface {
+	ReadMsgUnix(b, oob []byte) (n, oobn, flags int, addr *net.UnixAddr, err error)
+	WriteMsgUnix(b, oob []byte, addr *net.UnixAddr) (n, oobn int, err error)
+	io.ReadWriter
+}
+
 // writeFrame writes one frame, with fds attached (SCM_RIGHTS) if any.
-func writeFrame(c *net.UnixConn, v any, fds ...int) error {
+func writeFrame(c conn, v any, fds ...int) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -92,7 +100,7 @@ func writeFrame(c *net.UnixConn, v any, fds ...int) error {
 // readFrame reads one frame into v and returns the descriptors that came
 // with it. The descriptors of a frame travel with its first bytes, which
 // the length is read with.
-func readFrame(c *net.UnixConn, v any) ([]int, error) {
+func readFrame(c conn, v any) ([]int, error) {
 	var hdr [4]byte
 	oob := make([]byte, oobSpace)
 	n, oobn, _, _, err := c.ReadMsgUnix(hdr[:], oob)

@@ -1,6 +1,7 @@
 package sandboxexec
 
 import (
+	"errors"
 	"net"
 	"os"
 	"os/exec"
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 // startServer starts the test binary as the server inside a real
 // bubblewrap sandbox (as the daemon does: its own user, mount and PID
 // namespaces, CAP_SYS_ADMIN and CAP_SETPCAP granted) and returns its client.
-func startServer(t *testing.T) (*Client, string) {
+func startServer(t testing.TB) (*Client, string) {
 	t.Helper()
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
@@ -200,13 +201,65 @@ func TestSignalAndConcurrentCommands(t *testing.T) {
 
 func TestBadRequests(t *testing.T) {
 	c, work := startServer(t)
-	if _, err := c.Run([]string{"bash"}, nil, "/", os.Stdout); err == nil || !strings.Contains(err.Error(), "absolute") {
+	startErr := func(argv ...string) error {
+		t.Helper()
+		k, err := c.Run(argv, nil, "/", os.Stdout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-k.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%v: no answer", argv)
+		}
+		_, err = k.Status()
+		var se *StartError
+		if !errors.As(err, &se) {
+			t.Fatalf("%v: %v, want a StartError", argv, err)
+		}
+		return err
+	}
+	if err := startErr("bash"); !strings.Contains(err.Error(), "absolute") {
 		t.Fatalf("a relative command path: %v", err)
 	}
-	if _, err := c.Run([]string{"/nonexistent/bin"}, nil, "/", os.Stdout); err == nil {
-		t.Fatal("a missing command started")
+	if err := startErr("/nonexistent/bin"); !strings.Contains(err.Error(), "no such file") {
+		t.Fatalf("a missing command: %v", err)
+	}
+	if c.Busy() != 0 {
+		t.Fatalf("busy %d after failed starts", c.Busy())
 	}
 	if out, ws := run(t, c, work, "echo still serving"); ws.ExitStatus() != 0 || out != "still serving\n" {
 		t.Fatalf("after the bad requests: %q %v", out, ws)
+	}
+}
+
+// BenchmarkRunTrue is a `bash -c true` started by the server in its
+// sandbox, from the request to the exit status; compare with
+// BenchmarkDirectTrue (the same started here).
+func BenchmarkRunTrue(b *testing.B) {
+	c, work := startServer(b)
+	out, err := os.Create(filepath.Join(work, "out"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		k, err := c.Run([]string{"/bin/bash", "-c", "true"}, []string{"PATH=/usr/bin:/bin"}, work, out)
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-k.Done()
+	}
+}
+
+// BenchmarkDirectTrue is BenchmarkRunTrue's baseline.
+func BenchmarkDirectTrue(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command("/bin/bash", "-c", "true")
+		cmd.Env = []string{"PATH=/usr/bin:/bin"}
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

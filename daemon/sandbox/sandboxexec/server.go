@@ -3,7 +3,6 @@ package sandboxexec
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -39,18 +38,15 @@ func Serve(args []string) int {
 		return 1
 	}
 	closeOnExecAbove()
-	f := os.NewFile(uintptr(fd), "control")
-	nc, err := net.FileConn(f)
-	f.Close()
-	if err != nil {
+	if typ, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE); err != nil || typ != unix.SOCK_STREAM {
+		fmt.Fprintln(os.Stderr, "tackle-sandbox-exec: the control descriptor is not a stream socket")
+		return 1
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
 		fmt.Fprintln(os.Stderr, "tackle-sandbox-exec: the control socket:", err)
 		return 1
 	}
-	uc, ok := nc.(*net.UnixConn)
-	if !ok {
-		fmt.Fprintln(os.Stderr, "tackle-sandbox-exec: the control descriptor is not a unix socket")
-		return 1
-	}
+	uc := rawConn{fd}
 	s := &server{c: uc, running: map[uint64]*exec.Cmd{}}
 	if err := s.send(reply{Op: "ready"}); err != nil {
 		return 1
@@ -81,7 +77,7 @@ func Serve(args []string) int {
 }
 
 type server struct {
-	c   *net.UnixConn
+	c   rawConn
 	wmu sync.Mutex // one frame at a time
 	mu  sync.Mutex // guards running
 	// running are the commands not yet waited for, by request id.
@@ -114,7 +110,6 @@ func (s *server) run(r request, fds []int) {
 	s.mu.Lock()
 	s.running[r.ID] = cmd
 	s.mu.Unlock()
-	s.send(reply{Op: "started", ID: r.ID}) //nolint:errcheck // see Serve
 	go func() {
 		cmd.Wait() //nolint:errcheck // the status is what is told
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)

@@ -420,10 +420,16 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 	<-readDone
 	r.Close()
 	out := col.finish()
+	if err := p.startErr(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", wr.Argv[0], err)
+	}
 
 	var notes []string
 	if clampNote != "" {
 		notes = append(notes, clampNote)
+	}
+	if p.remote != nil && p.remote.Err() != nil {
+		notes = append(notes, "The sandbox ended before the command did ("+p.remote.Err().Error()+"): its exit status is unknown.")
 	}
 	res := &tool.Result{}
 	code := -1

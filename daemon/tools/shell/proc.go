@@ -77,6 +77,23 @@ func (p *process) wait() {
 	close(p.done)
 }
 
+// startErr is why an Executor could not start the command (after done),
+// or nil.
+func (p *process) startErr() error {
+	if p.remote == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+	default:
+		return nil
+	}
+	if p.remote.StartFailed() {
+		return fmt.Errorf("in the sandbox: %w", p.remote.Err())
+	}
+	return nil
+}
+
 // release gives the process back to package proc (its group leaves the
 // record, its pid is the reaper's again) once bash has been waited for:
 // at once if it has, else when it is (terminate gave up on it), so that

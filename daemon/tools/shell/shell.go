@@ -81,8 +81,14 @@ type Started interface {
 	// is left running.
 	Done() <-chan struct{}
 	// ExitCode is the shell's exit status, 128+N for a signal N, -1 if
-	// unknown (its executor ended first). Valid after Done.
+	// unknown (see Err). Valid after Done.
 	ExitCode() int
+	// Err is why there is no exit status: the command could not be
+	// started (StartFailed says so), or its executor ended first. Valid
+	// after Done.
+	Err() error
+	// StartFailed reports whether Err is a failure to start.
+	StartFailed() bool
 	// Signal signals the command's process group; SIGKILL ends it and
 	// everything it started.
 	Signal(sig unix.Signal)
