@@ -372,7 +372,7 @@ func (d *Daemon) dispatchOptions() *dispatch.Options {
 	return &dispatch.Options{
 		PermissionTimeout: d.opts.PermissionTimeout,
 		Logger:            d.opts.Logger.Named("dispatch"),
-		Rules: func(s dispatch.Session) *permission.Rules { return d.turnRules(s) },
+		Rules:             func(s dispatch.Session) *permission.Rules { return d.turnRules(s) },
 		SaveAlways: func(s dispatch.Session, scope, rule string) (string, error) {
 			root := rootOf(s)
 			if err := d.perms.saveAlways(d.rootSessionID(s.ID()), root, scope, rule); err != nil {
