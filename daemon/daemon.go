@@ -81,6 +81,10 @@ type Options struct {
 	// tackle-sandbox-exec next to this executable, then in $PATH; without
 	// it each command gets a bubblewrap of its own).
 	SandboxExec string
+	// SandboxIdle is how long a session's sandbox that no command uses is
+	// kept before it ends (default 10 minutes; the next command makes it
+	// again, in tens of milliseconds).
+	SandboxIdle time.Duration
 	// SandboxDial, if set, opens the sandbox proxy's connections (tests
 	// map names to loopback servers); default a net.Dialer.
 	SandboxDial func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -440,3 +440,39 @@ func TestSandboxWithoutExecServer(t *testing.T) {
 		t.Fatalf("a write inside: %q", b)
 	}
 }
+
+// A sandbox no command used for SandboxIdle ends; the next command makes
+// it again.
+func TestSandboxIdleSandboxEnds(t *testing.T) {
+	needSandbox(t)
+	for deadline := time.Now().Add(10 * time.Second); len(execServers(t)) != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxes %v before the first command", execServers(t))
+		}
+	}
+	d := daemontest.Start(t, daemontest.WithOptions(func(o *daemon.Options) { o.SandboxIdle = 300 * time.Millisecond }))
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), `{"sandbox": {"enabled": true}}`)
+	dir := t.TempDir()
+	s := attach(t, d, newSession(t, d, dir, ""))
+	run := func() {
+		t.Helper()
+		tr := s.call("Bash", bash("echo ran"), "")
+		if tr.asked() || strings.TrimSpace(resultText(tr.result)) != "ran" {
+			t.Fatalf("the command: asked %v, %s", tr.asked(), resultText(tr.result))
+		}
+	}
+	run()
+	first := execServers(t)
+	if len(first) != 1 {
+		t.Fatalf("sandboxes %v after a command, want one", first)
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(execServers(t)) != 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the idle sandbox %v did not end", execServers(t))
+		}
+	}
+	run()
+	if again := execServers(t); len(again) != 1 || again[0] == first[0] {
+		t.Fatalf("sandboxes %v after the idle one ended (was %v), want a new one", again, first)
+	}
+}

@@ -33,10 +33,14 @@ const SandboxExecName = "tackle-sandbox-exec"
 // serverStart bounds the wait for a new sandbox to be ready.
 const serverStart = 10 * time.Second
 
+// sandboxIdle is how long a sandbox no command used is kept (default).
+const sandboxIdle = 10 * time.Minute
+
 // execServers are the sandboxes of the daemon's sessions.
 type execServers struct {
-	exe string // the helper; "" when not found
-	mu  sync.Mutex
+	exe  string        // the helper; "" when not found
+	idle time.Duration // a sandbox unused this long ends (the next command makes it again)
+	mu   sync.Mutex
 	// byKey are the live sandboxes by session and command line.
 	byKey  map[string]*execServer
 	closed bool
@@ -46,6 +50,9 @@ type execServers struct {
 type execServer struct {
 	key, session string
 	client       *sandboxexec.Client
+	// guarded by execServers.mu:
+	lastUsed time.Time
+	idle     *time.Timer // ends it once unused for execServers.idle
 }
 
 // findSandboxExec is the helper's path: opt if set, else next to this
@@ -82,6 +89,7 @@ func (x *execServers) server(session string, argv []string, seccomp bool, enter 
 		case <-s.client.Gone():
 			delete(x.byKey, key) // killed: make it again
 		default:
+			s.lastUsed = time.Now()
 			return s, nil
 		}
 	}
@@ -89,17 +97,41 @@ func (x *execServers) server(session string, argv []string, seccomp bool, enter 
 	if err != nil {
 		return nil, err
 	}
-	s.key, s.session = key, session
+	s.key, s.session, s.lastUsed = key, session, time.Now()
+	if x.idle > 0 {
+		s.idle = time.AfterFunc(x.idle, func() { x.endIdle(s) })
+	}
 	// The session's other sandboxes are of an older policy: they take no
 	// new command, and end once their last one has.
 	for k, old := range x.byKey {
 		if old.session == session {
 			delete(x.byKey, k)
+			if old.idle != nil {
+				old.idle.Stop()
+			}
 			go old.retire()
 		}
 	}
 	x.byKey[key] = s
 	return s, nil
+}
+
+// endIdle ends s if no command used it for x.idle and none runs in it,
+// else looks again when it may be.
+func (x *execServers) endIdle(s *execServer) {
+	x.mu.Lock()
+	if x.byKey[s.key] != s {
+		x.mu.Unlock()
+		return // retired or closed already
+	}
+	if left := x.idle - time.Since(s.lastUsed); left > 0 || s.client.Busy() > 0 {
+		s.idle.Reset(max(left, time.Second))
+		x.mu.Unlock()
+		return
+	}
+	delete(x.byKey, s.key)
+	x.mu.Unlock()
+	s.client.Close()
 }
 
 // retire ends a sandbox once no command runs in it.
@@ -122,6 +154,9 @@ func (x *execServers) close() {
 	x.byKey = nil
 	x.mu.Unlock()
 	for _, s := range all {
+		if s.idle != nil {
+			s.idle.Stop()
+		}
 		s.client.Close()
 	}
 }

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -34,7 +35,7 @@ type sandboxLayer struct {
 
 func newSandboxLayer(d *Daemon) *sandboxLayer {
 	return &sandboxLayer{d: d, bwrap: d.opts.Bwrap, net: newSandboxNet(d),
-		exec: &execServers{exe: findSandboxExec(d.opts.SandboxExec), byKey: map[string]*execServer{}}}
+		exec: &execServers{exe: findSandboxExec(d.opts.SandboxExec), idle: cmp.Or(d.opts.SandboxIdle, sandboxIdle), byKey: map[string]*execServer{}}}
 }
 
 var _ shell.Sandboxer = (*sandboxLayer)(nil)
