@@ -498,3 +498,43 @@ func TestEventsOnce(t *testing.T) {
 		t.Errorf("Close is not idempotent")
 	}
 }
+
+// The request as sent (tools encoded once and reused) is the same JSON
+// as json.Marshal of its wire form, request after request.
+func TestEncodeAnthropicMatchesMarshal(t *testing.T) {
+	req := Request{Model: "m", System: "sys <b>&",
+		Messages: []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: "hi"}}}},
+		Tools: []Tool{
+			{Name: "Read", Description: "Reads <a file> & more", InputSchema: json.RawMessage(`{ "type": "object", "properties": {"p": {"type": "string"}} }`)},
+			{Name: "Empty", Description: "", InputSchema: nil},
+		}}
+	for round := range 3 {
+		if round == 2 {
+			req.Tools[0].Description = "changed"
+		}
+		got, err := encodeAnthropic(anthropicBody(&req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(anthropicBody(&req))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("round %d: not JSON: %v\n%s", round, err, got)
+		}
+		json.Unmarshal(want, &w)
+		gb, _ := json.Marshal(g)
+		wb, _ := json.Marshal(w)
+		if !bytes.Equal(gb, wb) {
+			t.Fatalf("round %d:\n got %s\nwant %s", round, got, want)
+		}
+	}
+	noTools := Request{Model: "m", Messages: req.Messages}
+	got, _ := encodeAnthropic(anthropicBody(&noTools))
+	want, _ := json.Marshal(anthropicBody(&noTools))
+	if !bytes.Equal(got, want) {
+		t.Fatalf("without tools:\n got %s\nwant %s", got, want)
+	}
+}
