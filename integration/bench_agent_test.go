@@ -1,8 +1,12 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,6 +163,54 @@ func BenchmarkFirstDeltaDirect(b *testing.B) {
 			}
 		}
 		st.Close()
+	}
+	b.StopTimer()
+	reportP50(b, durs)
+}
+
+// BenchmarkFirstDeltaSameRequest is BenchmarkFirstDeltaTackle's fair
+// reference: the very request tackled sent (its system prompt and every
+// tool's schema, which the fake model parses and checks), sent again from
+// this process over HTTP, to the first text delta. What tackled adds to a
+// prompt's first delta is BenchmarkFirstDeltaTackle minus this.
+func BenchmarkFirstDeltaSameRequest(b *testing.B) {
+	ab := newAgentBench(b, fakemodel.Repeat(fakemodel.Say("Hello there, this is the answer.")))
+	resp, err := ab.agent.Prompt(context.Background(), &tacklev1.PromptRequest{SessionId: ab.id, Text: "hi"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for e := ab.next(); e.GetType() != "prompt_ended" || e.GetPrompt().GetId() != resp.GetPromptId(); e = ab.next() {
+	}
+	reqs := ab.fm.Requests()
+	if len(reqs) == 0 {
+		b.Fatal("tackled sent no request")
+	}
+	sent := reqs[len(reqs)-1]
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		req, err := http.NewRequest(http.MethodPost, ab.fm.URL()+sent.Path, bytes.NewReader(sent.Body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header = sent.Header.Clone()
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.StatusCode != http.StatusOK {
+			b.Fatalf("status %d", res.StatusCode)
+		}
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data: ") && strings.Contains(line, `"text_delta"`) {
+				durs = append(durs, time.Since(start))
+				break
+			}
+		}
+		io.Copy(io.Discard, res.Body) //nolint:errcheck // draining for the connection's reuse
+		res.Body.Close()
 	}
 	b.StopTimer()
 	reportP50(b, durs)
