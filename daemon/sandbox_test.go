@@ -358,17 +358,24 @@ func execServers(t *testing.T) []string {
 	return pids
 }
 
+// waitNoSandboxes waits until no tackle-sandbox-exec of these tests runs,
+// failing after 10 s with when as the moment it was expected.
+func waitNoSandboxes(t *testing.T, when string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(execServers(t)) != 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sandboxes %v still run %s", execServers(t), when)
+		}
+	}
+}
+
 // A session's sandboxed commands start in one sandbox, made once for its
 // policy; a new policy (a new deny rule) gets a new sandbox and the old
 // one ends; the commands' shell state (the directory) carries over as
 // unsandboxed. tackle sandbox status says how commands start.
 func TestSandboxCommandsShareOneSandboxPerPolicy(t *testing.T) {
 	d, s, dir := sandboxedSession(t, `{"enabled": true}`)
-	for deadline := time.Now().Add(10 * time.Second); len(execServers(t)) != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) { // earlier tests' daemons end theirs
-			t.Fatalf("sandboxes %v before the first command", execServers(t))
-		}
-	}
+	waitNoSandboxes(t, "before the first command (earlier tests' daemons end theirs)")
 	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -445,11 +452,7 @@ func TestSandboxWithoutExecServer(t *testing.T) {
 // it again.
 func TestSandboxIdleSandboxEnds(t *testing.T) {
 	needSandbox(t)
-	for deadline := time.Now().Add(10 * time.Second); len(execServers(t)) != 0; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("sandboxes %v before the first command", execServers(t))
-		}
-	}
+	waitNoSandboxes(t, "before the first command")
 	d := daemontest.Start(t, daemontest.WithOptions(func(o *daemon.Options) { o.SandboxIdle = 300 * time.Millisecond }))
 	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), `{"sandbox": {"enabled": true}}`)
 	dir := t.TempDir()
@@ -466,11 +469,7 @@ func TestSandboxIdleSandboxEnds(t *testing.T) {
 	if len(first) != 1 {
 		t.Fatalf("sandboxes %v after a command, want one", first)
 	}
-	for deadline := time.Now().Add(10 * time.Second); len(execServers(t)) != 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the idle sandbox %v did not end", execServers(t))
-		}
-	}
+	waitNoSandboxes(t, "after the idle time")
 	run()
 	if again := execServers(t); len(again) != 1 || again[0] == first[0] {
 		t.Fatalf("sandboxes %v after the idle one ended (was %v), want a new one", again, first)

@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/proc"
 	"github.com/tackle-agent/tackle/daemon/sandbox/sandboxexec"
 	"github.com/tackle-agent/tackle/daemon/tools/shell"
+	"github.com/tackle-agent/tackle/internal/sibling"
 )
 
 // This file keeps the sandboxes that sandboxed commands start in: one per
@@ -61,16 +61,7 @@ func findSandboxExec(opt string) string {
 	if opt != "" {
 		return opt
 	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), SandboxExecName)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0 {
-			return p
-		}
-	}
-	if p, err := exec.LookPath(SandboxExecName); err == nil {
-		return p
-	}
-	return ""
+	return sibling.Find(SandboxExecName, os.Getenv("PATH"))
 }
 
 // server returns the session's sandbox for the server command line argv,

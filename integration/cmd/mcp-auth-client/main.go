@@ -53,6 +53,7 @@ import (
 
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/sibling"
 )
 
 const (
@@ -499,14 +500,8 @@ func findTackled(flagValue string) (string, error) {
 	if flagValue != "" {
 		return flagValue, nil
 	}
-	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), "tackled")
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
-	}
-	p, err := exec.LookPath("tackled")
-	if err != nil {
+	p := sibling.Find("tackled", os.Getenv("PATH"))
+	if p == "" {
 		return "", errors.New("finding tackled: set --tackled or TACKLE_TEST_TACKLED, or put it next to this program or in $PATH")
 	}
 	return p, nil
