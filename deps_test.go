@@ -23,7 +23,7 @@ var layers = []struct {
 }{
 	{"daemon/tool", 0}, {"internal/testpeers", 0}, // test support, stdlib only
 	{"internal/safefile", 0}, {"internal/gitconfig", 0}, {"internal/frontmatter", 0}, // stdlib only: the one reader of configuration files; git config entries; frontmatter helpers
-	{"internal/sibling", 0}, // stdlib only: finding tackle's other programs next to this one
+	{"internal/sibling", 0},   // stdlib only: finding tackle's other programs next to this one
 	{"internal/yamlbound", 0}, // go-yaml's syntax tree only: what a YAML document expands to
 	{"daemon/event", 1}, {"daemon/socket", 1}, {"daemon/config", 1}, {"daemon/model", 1},
 	{"daemon/proc", 1}, // stdlib and x/sys only: starts, records and reaps the daemon's child processes
