@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tackle-agent/tackle/daemon/config"
@@ -31,6 +32,13 @@ type sandboxLayer struct {
 	bwrap string
 	net   *sandboxNet
 	exec  *execServers
+
+	// read is the sandbox settings of the settings last read (the loader
+	// hands out one *config.Settings until a file changes): a Bash call
+	// asks for them four times, and a problem is logged once.
+	readMu sync.Mutex
+	readOf *config.Settings
+	read   sandbox.Settings
 }
 
 func newSandboxLayer(d *Daemon) *sandboxLayer {
@@ -42,7 +50,7 @@ var _ shell.Sandboxer = (*sandboxLayer)(nil)
 
 // settings are the sandbox settings of env's project, as its session's
 // turn read them (Session.Settings: the same snapshot the permission
-// stage's rules come from; a Bash call decides on it three times).
+// stage's rules come from).
 func (l *sandboxLayer) settings(env tool.Env) sandbox.Settings {
 	var st *config.Settings
 	if sess, ok := env.(*session.Session); ok {
@@ -51,11 +59,16 @@ func (l *sandboxLayer) settings(env tool.Env) sandbox.Settings {
 	if st == nil {
 		st, _ = l.d.loader.Load(rootOf(env))
 	}
-	s, problems := sandbox.Read(st)
-	for _, p := range problems {
-		l.d.log.Warn("sandbox settings", "problem", p)
+	l.readMu.Lock()
+	defer l.readMu.Unlock()
+	if st == nil || st != l.readOf {
+		s, problems := sandbox.Read(st)
+		for _, p := range problems {
+			l.d.log.Warn("sandbox settings", "problem", p)
+		}
+		l.readOf, l.read = st, s
 	}
-	return s
+	return l.read
 }
 
 // Decide implements shell.Sandboxer.
