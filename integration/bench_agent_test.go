@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -72,17 +71,7 @@ func newAgentBench(b *testing.B, script fakemodel.Script) *agentBench {
 	b.Cleanup(func() { os.RemoveAll(root) })
 	fm := fakemodel.Start(b, &fakemodel.Options{APIKey: "sk-bench", Script: script})
 	path := filepath.Join(root, "tackled.sock")
-	args := []string{"--socket", path, "--state-dir", filepath.Join(root, "state"), "--log-level", "error"}
-	if prof := os.Getenv(daemonProfileEnv); prof != "" {
-		args = append(args, "--cpuprofile", prof)
-	}
-	tackled := filepath.Join(binDir, "tackled")
-	if alt := os.Getenv(altDaemonEnv); alt != "" {
-		tackled = alt
-	}
-	cmd := exec.Command(tackled, args...)
-	cmd.Env = []string{"HOME=" + root, "XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
-	startProcess(b, cmd, path)
+	cmd := benchDaemon(b, root, path)
 	conn := dialUnix(b, path)
 	svc := tacklev1.NewTackleServiceClient(conn)
 	ctx, cancel := context.WithCancel(context.Background())

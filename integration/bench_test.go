@@ -177,6 +177,28 @@ const altDaemonEnv = "TACKLE_BENCH_TACKLED"
 // sample is what the calls allocated).
 const daemonMemProfileEnv = "TACKLE_BENCH_DAEMON_MEMPROFILE"
 
+// benchDaemon starts the benchmarks' tackled (altDaemonEnv's, if set) in
+// root on the socket path, with the profiles the environment asks for, and
+// waits until it serves.
+func benchDaemon(b *testing.B, root, path string) *exec.Cmd {
+	b.Helper()
+	args := []string{"--socket", path, "--state-dir", filepath.Join(root, "state"), "--log-level", "error"}
+	if prof := os.Getenv(daemonProfileEnv); prof != "" {
+		args = append(args, "--cpuprofile", prof)
+	}
+	if prof := os.Getenv(daemonMemProfileEnv); prof != "" {
+		args = append(args, "--memprofile", prof)
+	}
+	tackled := filepath.Join(binDir, "tackled")
+	if alt := os.Getenv(altDaemonEnv); alt != "" {
+		tackled = alt
+	}
+	cmd := exec.Command(tackled, args...)
+	cmd.Env = []string{"HOME=" + root, "XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
+	startProcess(b, cmd, path)
+	return cmd
+}
+
 // benchCallProcess starts a real tackled in another process and measures
 // one call a turn on an open Attach stream, from RunBatch to the call's
 // result event. setup gets a fresh directory (the session's cwd) and returns
@@ -198,20 +220,7 @@ func benchCallProcessReady(b *testing.B, setup func(root string) (name, input, m
 	b.Cleanup(func() { os.RemoveAll(root) })
 	path := filepath.Join(root, "tackled.sock")
 	name, input, mode := setup(root)
-	args := []string{"--socket", path, "--state-dir", filepath.Join(root, "state"), "--log-level", "error"}
-	if prof := os.Getenv(daemonProfileEnv); prof != "" {
-		args = append(args, "--cpuprofile", prof)
-	}
-	if prof := os.Getenv(daemonMemProfileEnv); prof != "" {
-		args = append(args, "--memprofile", prof)
-	}
-	tackled := filepath.Join(binDir, "tackled")
-	if alt := os.Getenv(altDaemonEnv); alt != "" {
-		tackled = alt
-	}
-	cmd := exec.Command(tackled, args...)
-	cmd.Env = []string{"HOME=" + root, "XDG_CONFIG_HOME=" + filepath.Join(root, "config"), "PATH=" + os.Getenv("PATH")}
-	startProcess(b, cmd, path)
+	cmd := benchDaemon(b, root, path)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
