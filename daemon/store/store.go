@@ -105,6 +105,11 @@ func OpenWith(path string, opts *Options) (*Store, error) {
 	q.Set("_synchronous", "NORMAL")
 	q.Set("_txlock", "immediate")
 	q.Set("_journal_mode", "WAL")
+	// Each connection's page cache: SQLite's default of 2 MB per
+	// connection is memory a long-lived daemon keeps after a burst (the
+	// allocator does not return it); the log appends at the right edge of
+	// its B-trees and the kernel caches the file, so 256 KB is enough.
+	q.Add("_pragma", "cache_size(-256)")
 	dsn := "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
