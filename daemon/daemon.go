@@ -207,7 +207,10 @@ func New(opts *Options) (*Daemon, error) {
 	}
 	d.agents = newSubagents(d)
 	d.sandbox = newSandboxLayer(d)
-	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell"), Tasks: d.agents, Sandbox: d.sandbox})
+	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell"), Tasks: d.agents, Sandbox: d.sandbox,
+		// A warm shell keeps its sandbox busy: it ends first, so that an
+		// unused sandbox still ends after SandboxIdle.
+		WarmShellIdle: min(warmShellIdle, d.sandbox.exec.idle/2)})
 	if err := d.registry.Register(d.shells.Tools()...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering shell tools: %w", err)

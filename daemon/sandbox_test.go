@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -348,13 +350,25 @@ func execServers(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var pids []string
+	// A server's child between its fork and its exec (a command, or a
+	// warm shell, starting) has the server's command line too.
+	parent := map[string]string{}
 	for _, e := range ents {
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err == nil && strings.HasPrefix(string(b), daemontest.SandboxExec+"\x00") {
-			pids = append(pids, e.Name())
+			st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if f := strings.Fields(string(st[bytes.LastIndexByte(st, ')')+1:])); len(f) > 1 {
+				parent[e.Name()] = f[1]
+			}
 		}
 	}
+	var pids []string
+	for pid, ppid := range parent {
+		if _, forked := parent[ppid]; !forked {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
 	return pids
 }
 

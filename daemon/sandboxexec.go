@@ -36,6 +36,10 @@ const serverStart = 10 * time.Second
 // sandboxIdle is how long a sandbox no command used is kept (default).
 const sandboxIdle = 10 * time.Minute
 
+// warmShellIdle is how long a warm shell waits for a command (at most;
+// see shell.Options.WarmShellIdle).
+const warmShellIdle = 5 * time.Minute
+
 // execServers are the sandboxes of the daemon's sessions.
 type execServers struct {
 	exe  string        // the helper; "" when not found
@@ -220,11 +224,11 @@ func startExecServer(argv []string, seccomp bool, enter func(func() error) error
 var _ shell.Executor = (*execServer)(nil)
 
 // Start implements shell.Executor.
-func (s *execServer) Start(argv, env []string, dir string, out *os.File) (shell.Started, error) {
+func (s *execServer) Start(argv, env []string, dir string, out *os.File, extra []*os.File) (shell.Started, error) {
 	if tag := proc.TagEnv(); tag != "" {
 		env = append(env[:len(env):len(env)], tag) // found by the next daemon, as every process of this one
 	}
-	k, err := s.client.Run(argv, env, dir, out)
+	k, err := s.client.Run(argv, env, dir, out, extra...)
 	if err != nil {
 		return nil, err
 	}

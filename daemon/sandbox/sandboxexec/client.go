@@ -127,11 +127,14 @@ type StartError struct{ Msg string }
 func (e *StartError) Error() string { return e.Msg }
 
 // Run asks the server to start argv (argv[0] an absolute path) in dir
-// with env, its stdout and stderr going to out, and returns without
-// waiting for the answer (a round trip to the server costs about as much
-// as a gRPC call here): a command that could not start is Done with a
-// *StartError.
-func (c *Client) Run(argv, env []string, dir string, out *os.File) (*Call, error) {
+// with env, its stdout and stderr going to out and extra open from
+// descriptor 3 on, and returns without waiting for the answer (a round
+// trip to the server costs about as much as a gRPC call here): a command
+// that could not start is Done with a *StartError.
+func (c *Client) Run(argv, env []string, dir string, out *os.File, extra ...*os.File) (*Call, error) {
+	if len(extra) > maxExtra {
+		return nil, fmt.Errorf("a command takes at most %d descriptors besides its output", maxExtra)
+	}
 	c.mu.Lock()
 	if c.err != nil {
 		c.mu.Unlock()
@@ -142,7 +145,11 @@ func (c *Client) Run(argv, env []string, dir string, out *os.File) (*Call, error
 	c.calls[k.id] = k
 	c.mu.Unlock()
 	c.wmu.Lock()
-	err := writeFrame(c.c, request{Op: "run", ID: k.id, Argv: argv, Env: env, Dir: dir}, int(out.Fd()))
+	fds := []int{int(out.Fd())}
+	for _, f := range extra {
+		fds = append(fds, int(f.Fd()))
+	}
+	err := writeFrame(c.c, request{Op: "run", ID: k.id, Argv: argv, Env: env, Dir: dir}, fds...)
 	c.wmu.Unlock()
 	if err != nil {
 		c.mu.Lock()

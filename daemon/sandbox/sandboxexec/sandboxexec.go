@@ -40,12 +40,16 @@ import (
 // maxFrame bounds a frame (a command line and its environment).
 const maxFrame = 64 << 20
 
+// maxExtra bounds the descriptors a command gets besides its output.
+const maxExtra = 4
+
 // request is a message from the daemon.
 type request struct {
 	Op string `json:"op"` // "run" or "signal"
 	ID uint64 `json:"id"`
 	// run: the command (argv[0] an absolute path), its environment and
-	// directory; the descriptor attached is its stdout and stderr.
+	// directory; the first descriptor attached is its stdout and stderr,
+	// the others (at most maxExtra) its descriptors from 3 on.
 	Argv []string `json:"argv,omitempty"`
 	Env  []string `json:"env,omitempty"`
 	Dir  string   `json:"dir,omitempty"`

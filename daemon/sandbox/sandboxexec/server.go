@@ -93,16 +93,22 @@ func (s *server) send(r reply) error {
 // run starts a command, its shell the init of a PID namespace of its own
 // and the leader of its process group, and waits for it on a goroutine.
 func (s *server) run(r request, fds []int) {
-	if len(fds) != 1 || len(r.Argv) == 0 || !strings.HasPrefix(r.Argv[0], "/") {
+	if len(fds) < 1 || len(fds) > 1+maxExtra || len(r.Argv) == 0 || !strings.HasPrefix(r.Argv[0], "/") {
 		closeFDs(fds)
-		s.send(reply{Op: "error", ID: r.ID, Err: "a run needs an absolute command path and one output descriptor"}) //nolint:errcheck // see Serve
+		s.send(reply{Op: "error", ID: r.ID, Err: fmt.Sprintf("a run needs an absolute command path, an output descriptor and at most %d more", maxExtra)}) //nolint:errcheck // see Serve
 		return
 	}
 	out := os.NewFile(uintptr(fds[0]), "output")
 	cmd := &exec.Cmd{Path: r.Argv[0], Args: r.Argv, Env: r.Env, Dir: r.Dir, Stdout: out, Stderr: out}
+	for i, fd := range fds[1:] {
+		cmd.ExtraFiles = append(cmd.ExtraFiles, os.NewFile(uintptr(fd), fmt.Sprint("extra ", i)))
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	err := cmd.Start()
 	out.Close()
+	for _, f := range cmd.ExtraFiles {
+		f.Close()
+	}
 	if err != nil {
 		s.send(reply{Op: "error", ID: r.ID, Err: err.Error()}) //nolint:errcheck // see Serve
 		return

@@ -87,7 +87,7 @@ func (s *Shells) runBackground(call *tool.Call, in bashInput, sandboxed bool) (*
 	wr, err := s.command(env, in.Command, dir, shellEnv(env, dir), sandboxed)
 	var p *process
 	if err == nil {
-		p, err = startProc(wr, dir, f)
+		p, err = startProc(wr, dir, f, "bash")
 	}
 	f.Close()
 	if err != nil {

@@ -351,34 +351,54 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 	if sandboxed && s.opts.Sandbox != nil {
 		scratch = s.opts.Sandbox.ScratchDir(env)
 	}
-	cwdFile, err := os.CreateTemp(scratch, "tackle-cwd-*")
+	cwdFile, err := s.getScratch(scratch)
 	if err != nil {
-		return nil, fmt.Errorf("creating the file for the shell's final directory: %w", err)
+		return nil, fmt.Errorf("the file for the shell's final directory: %w", err)
 	}
-	cwdPath := cwdFile.Name()
-	cwdFile.Close()
-	defer os.Remove(cwdPath)
+	var p *process
+	defer func() {
+		// A shell that may still run (terminate gave up on it) could
+		// write to the file after its next user emptied it.
+		if p == nil || p.exited() {
+			s.putScratch(cwdFile)
+		} else {
+			cwdFile.remove()
+		}
+	}()
+	cwdPath := cwdFile.path
 	script := "trap " + shq("pwd -P >| "+shq(cwdPath)) + " EXIT; " + in.Command
 
-	r, w, err := os.Pipe()
+	environ := shellEnv(env, dir)
+	inSandbox := sandboxed && s.opts.Sandbox != nil
+	wr, err := s.command(env, script, dir, environ, inSandbox, cwdPath)
 	if err != nil {
-		return nil, fmt.Errorf("creating the output pipe: %w", err)
+		return nil, err
 	}
-	unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20) //nolint:errcheck // a larger pipe is only faster
-	wr, err := s.command(env, script, dir, shellEnv(env, dir), sandboxed, cwdPath)
-	if err != nil {
+	var r *os.File
+	if hot := s.runWarm(env, wr, inSandbox, dir, script, environ); hot != nil {
+		for _, f := range wr.ExtraFiles {
+			f.Close()
+		}
+		defer s.putScratch(hot.script) // bash read it before it ran anything
+		p, r = hot.p, hot.out
+	} else {
+		var w *os.File
+		r, w, err = os.Pipe()
+		if err != nil {
+			for _, f := range wr.ExtraFiles {
+				f.Close()
+			}
+			return nil, fmt.Errorf("creating the output pipe: %w", err)
+		}
+		unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20) //nolint:errcheck // a larger pipe is only faster
+		p, err = startProc(wr, dir, w, "bash")
 		w.Close()
-		r.Close()
-		return nil, err
+		if err != nil {
+			r.Close()
+			return nil, err
+		}
+		go p.wait()
 	}
-	p, err := startProc(wr, dir, w)
-	w.Close()
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	go p.wait()
-
 	lim := newLimits(s.opts.MaxOutputChars)
 	col := newCollector(lim, func() (*os.File, error) { return createOutputFile(env, "bash-"+safeName(call.ID)+"-*.txt") }, progress)
 	var stopAt atomic.Int64
@@ -457,7 +477,7 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 	}
 
 	// The directory the shell ended in: cd persists inside the working directories.
-	end := readCwd(cwdPath)
+	end := cwdFile.readCwd()
 	var mod tool.Modifier
 	switch {
 	case !timedOut && !cancelled && end != "" && within(env.WorkingDirs(), end):
@@ -512,19 +532,6 @@ func scratchDir() string {
 		}
 	})
 	return scratch
-}
-
-// readCwd returns the directory the shell's EXIT trap recorded ("" if none).
-func readCwd(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	d := strings.TrimSuffix(string(b), "\n")
-	if !filepath.IsAbs(d) || strings.Contains(d, "\n") {
-		return ""
-	}
-	return d
 }
 
 // createOutputFile creates a file in the session's output directory.

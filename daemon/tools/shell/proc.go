@@ -34,10 +34,16 @@ func becomeSubreaper() error { return proc.Subreaper() }
 
 // startProc starts argv (a shell -c script, or the sandbox running one)
 // in dir with env, stdin /dev/null and stdout and stderr to out, in a new
-// process group. The caller must call wait (usually in a goroutine).
-func startProc(wr *Wrapped, dir string, out *os.File) (*process, error) {
+// process group; what names it in package proc's record. The caller must
+// call wait (usually in a goroutine).
+func startProc(wr *Wrapped, dir string, out *os.File, what string) (*process, error) {
+	defer func() {
+		for _, f := range wr.ExtraFiles {
+			f.Close()
+		}
+	}()
 	if wr.Exec != nil {
-		st, err := wr.Exec.Start(wr.Argv, wr.Env, dir, out)
+		st, err := wr.Exec.Start(wr.Argv, wr.Env, dir, out, wr.ExtraFiles)
 		if err != nil {
 			return nil, fmt.Errorf("starting %s in the sandbox: %w", wr.Argv[0], err)
 		}
@@ -53,12 +59,7 @@ func startProc(wr *Wrapped, dir string, out *os.File) (*process, error) {
 	// recorded for the next daemon: see package proc.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.ExtraFiles = wr.ExtraFiles
-	defer func() {
-		for _, f := range wr.ExtraFiles {
-			f.Close()
-		}
-	}()
-	h, err := proc.Start(cmd, "bash", wr.Enter)
+	h, err := proc.Start(cmd, what, wr.Enter)
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", wr.Argv[0], err)
 	}
@@ -75,6 +76,16 @@ func (p *process) wait() {
 	p.cmd.Wait() //nolint:errcheck // the exit state is what matters, in ProcessState
 	p.state = p.cmd.ProcessState
 	close(p.done)
+}
+
+// exited reports whether bash has exited and been waited for.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // startErr is why an Executor could not start the command (after done),

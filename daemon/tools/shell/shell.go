@@ -35,6 +35,7 @@ import (
 	"os"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -71,8 +72,9 @@ type Sandboxer interface {
 // sandbox), in place of a process of the daemon's own.
 type Executor interface {
 	// Start starts argv in dir with env, stdin the null device, stdout
-	// and stderr to out, its shell the leader of its process group.
-	Start(argv, env []string, dir string, out *os.File) (Started, error)
+	// and stderr to out, extra open from descriptor 3 on, its shell the
+	// leader of its process group.
+	Start(argv, env []string, dir string, out *os.File, extra []*os.File) (Started, error)
 }
 
 // Started is a command an Executor started.
@@ -97,8 +99,8 @@ type Started interface {
 // Wrapped is a sandboxed command line.
 type Wrapped struct {
 	Argv, Env []string
-	// Exec, if set, starts the command (Argv, Env) instead of the daemon;
-	// Enter, ExtraFiles and Settle are then unused.
+	// Exec, if set, starts the command (Argv, Env, ExtraFiles) instead of
+	// the daemon; Enter and Settle are then unused.
 	Exec Executor
 	// Enter, if set, runs start (which starts the process) where the
 	// process must be started from: a thread inside the session's
@@ -167,6 +169,12 @@ type Options struct {
 	// Tasks, if set, are the session's other background tasks (its
 	// sub-agents): TaskOutput and TaskStop reach them by id too.
 	Tasks Tasks
+	// NoWarmShell starts every command's bash when the command comes,
+	// never ahead of it (see warm.go).
+	NoWarmShell bool
+	// WarmShellIdle is how long a warm shell waits for a command before
+	// it ends (5 min).
+	WarmShellIdle time.Duration
 	// Logger receives problems no caller can be told about (nil: none).
 	Logger hclog.Logger
 }
@@ -203,6 +211,9 @@ func (o *Options) withDefaults() Options {
 	if c.DefaultLifetime > c.MaxLifetime {
 		c.DefaultLifetime = c.MaxLifetime
 	}
+	if c.WarmShellIdle <= 0 {
+		c.WarmShellIdle = 5 * time.Minute
+	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
@@ -217,8 +228,18 @@ type Shells struct {
 
 	mu       sync.Mutex // guards the fields below
 	sessions map[string]*sessionShells
-	closed   bool
-	wg       sync.WaitGroup // one per running background shell
+	// warm are the bashes waiting for the next commands, by session;
+	// warming counts those being started. warmCount and warmingCount
+	// are their totals.
+	warm                    map[string][]*warm
+	warming                 map[string]int
+	warmCount, warmingCount int
+	scratch                 map[string][]*scratchFile // by directory: files kept for reuse
+	closed                  bool
+
+	wg      sync.WaitGroup // one per running background shell
+	warmWG  sync.WaitGroup // one per warm shell being started or ended
+	warmOff atomic.Bool    // the shell cannot run warm (too old a bash)
 }
 
 // sessionShells are the background shells of one session.
@@ -229,7 +250,8 @@ type sessionShells struct {
 
 // New returns a registry with the options (nil means defaults).
 func New(opts *Options) *Shells {
-	return &Shells{opts: opts.withDefaults(), sessions: map[string]*sessionShells{}}
+	return &Shells{opts: opts.withDefaults(), sessions: map[string]*sessionShells{}, warm: map[string][]*warm{}, warming: map[string]int{},
+		scratch: map[string][]*scratchFile{}}
 }
 
 // Tools returns Bash, BashOutput (alias TaskOutput) and KillShell (aliases
@@ -336,12 +358,13 @@ func (s *Shells) KillSession(sessionID string) {
 		}
 	}
 	s.mu.Unlock()
+	s.endWarmOf(sessionID, false)
 	killAll(shells)
 }
 
-// Close kills every background shell of every session and waits for them.
-// Later background starts fail; foreground commands still run. It is
-// idempotent.
+// Close kills every background shell and warm shell of every session and
+// waits for them. Later background starts fail; foreground commands still
+// run, each in a shell of its own. It is idempotent.
 func (s *Shells) Close() {
 	s.mu.Lock()
 	s.closed = true
@@ -352,8 +375,11 @@ func (s *Shells) Close() {
 		}
 	}
 	s.mu.Unlock()
+	s.endWarmOf("", true)
 	killAll(all)
 	s.wg.Wait()
+	s.warmWG.Wait()
+	s.dropScratch()
 }
 
 // killAll kills shells in parallel and waits for them.
