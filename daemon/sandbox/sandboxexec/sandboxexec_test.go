@@ -263,3 +263,46 @@ func BenchmarkDirectTrue(b *testing.B) {
 		}
 	}
 }
+
+// A command gets the extra descriptors of its run from 3 on (a warm
+// shell waits on one), and nothing else; more than maxExtra is refused.
+func TestRunsWithExtraDescriptors(t *testing.T) {
+	c, work := startServer(t)
+	out, err := os.CreateTemp(t.TempDir(), "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := c.Run([]string{"/bin/bash", "-c", `read -r line <&3; echo "got $line"; exec 3<&-; ls /proc/self/fd | sort -n | tr '\n' ' '`},
+		[]string{"PATH=/usr/bin:/bin"}, work, out, r)
+	r.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteString("hello\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	select {
+	case <-k.Done():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the command did not end")
+	}
+	if ws, err := k.Status(); err != nil || ws.ExitStatus() != 0 {
+		t.Fatalf("status %v, %v", ws, err)
+	}
+	b, _ := os.ReadFile(out.Name())
+	// ls sees 0–2 and its own directory's descriptor (3, once the
+	// shell closed its 3), nothing more.
+	if got := string(b); got != "got hello\n0 1 2 3 " {
+		t.Fatalf("output %q: want the line read from descriptor 3, then descriptors 0–3 only", got)
+	}
+	many := []*os.File{out, out, out, out, out}
+	if _, err := c.Run([]string{"/bin/true"}, nil, "/", out, many...); err == nil {
+		t.Fatal("a run with more than maxExtra descriptors was not refused")
+	}
+}
