@@ -88,6 +88,9 @@ type Options struct {
 	// SandboxDial, if set, opens the sandbox proxy's connections (tests
 	// map names to loopback servers); default a net.Dialer.
 	SandboxDial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// NoWarmShells starts each Bash command's shell when the command
+	// comes, never ahead of it (see shell.Options.NoWarmShell).
+	NoWarmShells bool
 }
 
 // Daemon is a built tackled. Build it with New, serve with Run (once).
@@ -210,7 +213,7 @@ func New(opts *Options) (*Daemon, error) {
 	d.shells = shell.New(&shell.Options{OnChange: d.shellChanged, Logger: o.Logger.Named("shell"), Tasks: d.agents, Sandbox: d.sandbox,
 		// A warm shell keeps its sandbox busy: it ends first, so that an
 		// unused sandbox still ends after SandboxIdle.
-		WarmShellIdle: min(warmShellIdle, d.sandbox.exec.idle/2)})
+		WarmShellIdle: min(warmShellIdle, d.sandbox.exec.idle/2), NoWarmShell: o.NoWarmShells})
 	if err := d.registry.Register(d.shells.Tools()...); err != nil {
 		d.closeState()
 		return nil, fmt.Errorf("registering shell tools: %w", err)

@@ -151,7 +151,12 @@ func (l *sandboxLayer) Wrap(env tool.Env, dir string, argv, environ, writable []
 		if srvArgv, ok := p.ServerCommand(a.Bwrap, l.exec.exe, fd); ok && allWithin(writable, p.Write) {
 			srv, err := l.exec.server(sess.ID(), srvArgv, p.Seccomp, enter)
 			if err == nil {
-				return &shell.Wrapped{Argv: initShell(argv), Env: env2, Exec: srv}, nil
+				again := func(argv []string) *shell.Wrapped {
+					return &shell.Wrapped{Argv: initShell(argv), Env: env2, Exec: srv}
+				}
+				w := again(argv)
+				w.Again = again
+				return w, nil
 			}
 			l.d.log.Warn("the sandbox's exec server could not start: this command gets a sandbox of its own", "session", sess.ID(), "error", err)
 		}

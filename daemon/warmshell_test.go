@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tackle-agent/tackle/daemon"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 )
 
@@ -44,6 +45,16 @@ func TestBashRunsInWarmShells(t *testing.T) {
 		d := daemontest.Start(t)
 		s := attach(t, d, newSession(t, d, t.TempDir(), ""))
 		check(t, s, "bypassPermissions")
+	})
+	t.Run("off", func(t *testing.T) {
+		d := daemontest.Start(t, daemontest.WithOptions(func(o *daemon.Options) { o.NoWarmShells = true }))
+		s := attach(t, d, newSession(t, d, t.TempDir(), ""))
+		for i := range 3 {
+			time.Sleep(400 * time.Millisecond)
+			if age := shellAge(t, s, "bypassPermissions"); age > 150*time.Millisecond {
+				t.Errorf("command %d: with warm shells off its shell started %s before it", i+1, age)
+			}
+		}
 	})
 	t.Run("sandboxed", func(t *testing.T) {
 		d, s, dir := sandboxedSession(t, `{"enabled": true}`)

@@ -63,6 +63,8 @@ func run(args []string, stderr io.Writer) int {
 	showVersion := fl.Bool("version", false, "print the version and build id, then exit")
 	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile to this file until the daemon stops (for measuring)")
 	memProfile := fl.String("memprofile", "", "write a heap profile (after a GC) to this file when the daemon stops (for measuring)")
+	warmShells := fl.Bool("warm-shells", os.Getenv("TACKLE_WARM_SHELLS") != "0",
+		"start a session's next bash ahead of its command (env TACKLE_WARM_SHELLS=0 turns it off)")
 	stderrLog := fl.Bool("stderr-to-log", false, "make tackled.log the process's stderr, so a crash trace is kept (clients set it when they start the daemon)")
 	if err := fl.Parse(args); err != nil {
 		return 2
@@ -220,6 +222,7 @@ func run(args []string, stderr io.Writer) int {
 		BuildID:           buildID,
 		Logger:            log,
 		PreviousExit:      prev,
+		NoWarmShells:      !*warmShells,
 	})
 	if err != nil {
 		ln.Close()

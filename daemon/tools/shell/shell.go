@@ -113,6 +113,10 @@ type Wrapped struct {
 	// command exited before what is left counts as left running (the
 	// sandbox's inner process ends just after the outer one).
 	Settle time.Duration
+	// Again, if set, returns another command line (a shell -c script)
+	// wrapped as this one, under the same policy, without making the
+	// policy again; the shell it runs needs no file of its own writable.
+	Again func(argv []string) *Wrapped
 }
 
 // SandboxDecision is how a command runs.

@@ -112,8 +112,20 @@ func (s *Shells) runWarm(env tool.Env, wr *Wrapped, sandboxed bool, dir, script 
 			w = nil
 		}
 	}
-	s.prepareWarm(env, sandboxed, dir, environ)
+	s.prepareWarm(warmSpec{env: env, sandboxed: sandboxed, dir: dir, environ: environ, again: wr.Again})
 	return w
+}
+
+// warmSpec is what a warm shell is started for: the session (env), the
+// directory and environment of its commands, in the sandbox or not; again,
+// if set, wraps its command line as the command's that led to it was
+// (Wrapped.Again).
+type warmSpec struct {
+	env       tool.Env
+	sandboxed bool
+	dir       string
+	environ   []string
+	again     func(argv []string) *Wrapped
 }
 
 // takeWarm returns a warm shell of the session ready for key (no longer
@@ -179,23 +191,23 @@ const warmPerSession = 2
 // prepareWarm starts, in the background, warm shells for the session's
 // next commands (in dir with environ, sandboxed or not) until it has
 // warmPerSession, ready or starting, or maxWarm wait in all.
-func (s *Shells) prepareWarm(env tool.Env, sandboxed bool, dir string, environ []string) {
-	sessionID := env.SessionID()
+func (s *Shells) prepareWarm(spec warmSpec) {
+	sessionID := spec.env.SessionID()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for !s.closed && len(s.warm[sessionID])+s.warming[sessionID] < warmPerSession && s.warmCount+s.warmingCount < maxWarm {
 		s.warming[sessionID]++
 		s.warmingCount++
 		s.warmWG.Add(1)
-		go s.addWarm(env, sandboxed, dir, environ)
+		go s.addWarm(spec)
 	}
 }
 
 // addWarm starts a warm shell and makes it the session's.
-func (s *Shells) addWarm(env tool.Env, sandboxed bool, dir string, environ []string) {
+func (s *Shells) addWarm(spec warmSpec) {
 	defer s.warmWG.Done()
-	sessionID := env.SessionID()
-	w, err := s.startWarm(env, sandboxed, dir, environ)
+	sessionID := spec.env.SessionID()
+	w, err := s.startWarm(spec)
 	s.mu.Lock()
 	if s.warming[sessionID]--; s.warming[sessionID] == 0 {
 		delete(s.warming, sessionID)
@@ -245,9 +257,9 @@ func (s *Shells) expireWarm(sessionID string, w *warm) {
 var errNoWarm = errors.New("no warm shell for this command line")
 
 // startWarm starts a bash that waits for one byte on descriptor 3, then
-// evaluates its script file (see the package's warm shells): in dir with
-// environ, in the session's sandbox if sandboxed.
-func (s *Shells) startWarm(env tool.Env, sandboxed bool, dir string, environ []string) (*warm, error) {
+// evaluates its script file (see the package's warm shells), for spec.
+func (s *Shells) startWarm(spec warmSpec) (*warm, error) {
+	env, sandboxed, dir := spec.env, spec.sandboxed, spec.dir
 	scratch := scratchDir()
 	if sandboxed {
 		scratch = s.opts.Sandbox.ScratchDir(env)
@@ -262,7 +274,12 @@ func (s *Shells) startWarm(env tool.Env, sandboxed bool, dir string, environ []s
 	waiter := fmt.Sprintf("((BASH_VERSINFO[0]*100+BASH_VERSINFO[1] >= 404)) || exit %d; "+
 		"read -r -n 1 -u 3 _tackle_s || exit 0; exec 3<&-; mapfile -d '' _tackle_s < %s || exit 126; SECONDS=0; "+
 		`eval "unset _tackle_s; ${_tackle_s[0]}"`, warmUnsupported, shq(script.path))
-	wr, err := s.command(env, waiter, dir, environ, sandboxed)
+	var wr *Wrapped
+	if sandboxed && spec.again != nil {
+		wr = spec.again([]string{s.opts.Shell, "-c", waiter}) // the policy just made for the command
+	} else {
+		wr, err = s.command(env, waiter, dir, spec.environ, sandboxed)
+	}
 	if err == nil && !s.warmable(wr, sandboxed) {
 		for _, f := range wr.ExtraFiles {
 			f.Close()
