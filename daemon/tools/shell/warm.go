@@ -270,10 +270,10 @@ func (s *Shells) startWarm(spec warmSpec) (*warm, error) {
 	}
 	// The byte read, descriptor 3 goes; the script is read whole (it has
 	// no NUL: Validate refuses one) and evaluated with the reader's own
-	// variable unset first.
+	// variable unset first and $_ the shell's path, as bash starts it.
 	waiter := fmt.Sprintf("((BASH_VERSINFO[0]*100+BASH_VERSINFO[1] >= 404)) || exit %d; "+
 		"read -r -n 1 -u 3 _tackle_s || exit 0; exec 3<&-; mapfile -d '' _tackle_s < %s || exit 126; SECONDS=0; "+
-		`eval "unset _tackle_s; ${_tackle_s[0]}"`, warmUnsupported, shq(script.path))
+		`eval "unset _tackle_s; : \"$BASH\"; ${_tackle_s[0]}"`, warmUnsupported, shq(script.path))
 	var wr *Wrapped
 	if sandboxed && spec.again != nil {
 		wr = spec.again([]string{s.opts.Shell, "-c", waiter}) // the policy just made for the command

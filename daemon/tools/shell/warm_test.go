@@ -64,7 +64,7 @@ func waitGone(t *testing.T, pids ...int) {
 // difference, eval's name in a syntax error, is checked on its own.
 func TestWarmShellRunsLikeACold(t *testing.T) {
 	scripts := []string{
-		`echo "$0"; echo "$#"; test "$(ps -o pgid= -p $$ | tr -d ' ')" = $$ && echo leader`,
+		`echo "[$_]"; echo "$0"; echo "$#"; test "$(ps -o pgid= -p $$ | tr -d ' ')" = $$ && echo leader`,
 		`echo out; echo err >&2; exit 3`,
 		`cd /proc/$$/fd && for f in *; do echo "$f $(readlink $f | sed 's/:.*//')"; done`,
 		`env | grep -v '^_=' | sort`,
