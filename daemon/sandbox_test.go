@@ -432,10 +432,17 @@ func TestSandboxCommandsShareOneSandboxPerPolicy(t *testing.T) {
 	if got := resultText(tr.result); strings.Contains(got, "s3cret") || !strings.Contains(got, "done") {
 		t.Fatalf("a file denied after the sandbox was made: %s", got)
 	}
+	waitOnlyNewSandbox(t, first[0])
+}
+
+// waitOnlyNewSandbox waits until one sandbox runs and it is not old (the
+// sandbox of the policy before), failing after 10 s.
+func waitOnlyNewSandbox(t *testing.T, old string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for pids := execServers(t); len(pids) != 1 || pids[0] == first[0]; pids = execServers(t) {
+	for pids := execServers(t); len(pids) != 1 || pids[0] == old; pids = execServers(t) {
 		if time.Now().After(deadline) {
-			t.Fatalf("sandboxes %v after the policy changed, want one new one (the old %s ends)", pids, first[0])
+			t.Fatalf("sandboxes %v after the policy changed, want one new one (the old %s ends)", pids, old)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
