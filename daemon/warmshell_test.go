@@ -1,6 +1,7 @@
 package daemon_test
 
 import (
+	"context"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/tackle-agent/tackle/daemon"
 	"github.com/tackle-agent/tackle/daemon/daemontest"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 )
 
 // shellAge runs a command that prints how long ago its shell started
@@ -70,4 +72,38 @@ func TestBashRunsInWarmShells(t *testing.T) {
 		}
 		waitOnlyNewSandbox(t, old[0])
 	})
+}
+
+// The small files a sandboxed shell shares with the daemon (in the
+// session's sandbox scratch directory, on disk) are reused, not one per
+// command, and go when the session is deleted.
+func TestSandboxScratchFilesReused(t *testing.T) {
+	needSandbox(t)
+	d := daemontest.Start(t)
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), `{"sandbox": {"enabled": true}}`)
+	id := newSession(t, d, t.TempDir(), "")
+	s := attach(t, d, id)
+	files := func() []string {
+		m, _ := filepath.Glob(filepath.Join(d.Options().StateDir, "sandbox", id, "tmp", "tackle-shell-*"))
+		return m
+	}
+	for i := range 20 {
+		if tr := s.call("Bash", bash("echo $((1+1))"), ""); resultText(tr.result) != "2" {
+			t.Fatalf("command %d: %s", i, resultText(tr.result))
+		}
+	}
+	// Two warm shells' scripts, and the files kept for reuse.
+	if n := len(files()); n == 0 || n > 8+2 {
+		t.Fatalf("%d scratch files after 20 commands: %v", n, files())
+	}
+	if _, err := d.Client().DeleteSession(context.Background(), &tacklev1.DeleteSessionRequest{Id: id}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(files()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("scratch files left after the session was deleted: %v", files())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

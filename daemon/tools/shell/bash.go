@@ -347,11 +347,7 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 	env := call.Env
 	dir, root, reset := startDir(env)
 
-	scratch := scratchDir()
-	if sandboxed && s.opts.Sandbox != nil {
-		scratch = s.opts.Sandbox.ScratchDir(env)
-	}
-	cwdFile, err := s.getScratch(scratch)
+	cwdFile, err := s.getScratch(s.scratchFor(env, sandboxed))
 	if err != nil {
 		return nil, fmt.Errorf("the file for the shell's final directory: %w", err)
 	}

@@ -8,13 +8,19 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
 // scratchFile is a small file the daemon shares with a shell: the file
 // its EXIT trap writes its final directory to, or a warm shell's script.
-// Scratch files are kept and reused (getScratch, putScratch): creating
-// and removing a file costs about 0.15 ms on a disk here (the sandbox's
-// scratch directory is on one), more than running `true` does.
+// Those of a session's sandbox are kept and reused (getScratch,
+// putScratch): creating and removing a file costs about 0.15 ms on a disk
+// here (the sandbox's scratch directory is on one, in the state
+// directory), more than running `true` does. The daemon's own go in a
+// memory file system where there is one (scratchDir), where a file costs
+// ~0.01 ms; they are not kept, so that a daemon that is killed leaves
+// there only the files of the commands it was running.
 //
 // The daemon opens one only as the file it created: never through a
 // symbolic link, and only if it is still the same inode. In the sandbox's
@@ -23,13 +29,27 @@ import (
 // directory from, that file. It holds no descriptor between uses.
 type scratchFile struct {
 	path     string
-	dir      string // the directory it is in (the pool's key)
+	key      scratchKey // where it is kept for reuse
 	dev, ino uint64
 }
 
-// newScratch creates a scratch file in dir.
-func newScratch(dir string) (*scratchFile, error) {
-	f, err := os.CreateTemp(dir, "tackle-shell-*")
+// scratchKey is a directory of scratch files: the daemon's (session "")
+// or a session's sandbox's.
+type scratchKey struct{ session, dir string }
+
+// scratchFor is where the scratch files of env's session's commands go:
+// a memory file system when there is one (see scratchDir), or the
+// session's sandbox's scratch directory (writable inside it).
+func (s *Shells) scratchFor(env tool.Env, sandboxed bool) scratchKey {
+	if sandboxed && s.opts.Sandbox != nil {
+		return scratchKey{env.SessionID(), s.opts.Sandbox.ScratchDir(env)}
+	}
+	return scratchKey{"", scratchDir()}
+}
+
+// newScratch creates a scratch file in key's directory.
+func newScratch(key scratchKey) (*scratchFile, error) {
+	f, err := os.CreateTemp(key.dir, "tackle-shell-*")
 	if err != nil {
 		return nil, fmt.Errorf("creating a file for the shell: %w", err)
 	}
@@ -39,7 +59,7 @@ func newScratch(dir string) (*scratchFile, error) {
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("creating a file for the shell: %w", err)
 	}
-	return &scratchFile{path: f.Name(), dir: dir, dev: st.Dev, ino: st.Ino}, nil
+	return &scratchFile{path: f.Name(), key: key, dev: st.Dev, ino: st.Ino}, nil
 }
 
 // open opens it for reading and writing, if its path still names it.
@@ -102,31 +122,37 @@ func (sf *scratchFile) readCwd() string {
 // maxScratch bounds the files kept for reuse per directory.
 const maxScratch = 8
 
-// getScratch returns an empty scratch file in dir, reused or new.
-func (s *Shells) getScratch(dir string) (*scratchFile, error) {
+// getScratch returns an empty scratch file in key's directory, reused or
+// new.
+func (s *Shells) getScratch(key scratchKey) (*scratchFile, error) {
 	s.mu.Lock()
-	free := s.scratch[dir]
+	free := s.scratch[key]
 	var sf *scratchFile
 	if n := len(free); n > 0 {
 		sf = free[n-1]
-		s.scratch[dir] = free[:n-1]
+		if n == 1 {
+			delete(s.scratch, key)
+		} else {
+			s.scratch[key] = free[:n-1]
+		}
 	}
 	s.mu.Unlock()
 	if sf != nil && sf.write(nil) == nil {
 		return sf, nil
 	}
-	return newScratch(dir) // a file no longer the daemon's is left alone
+	return newScratch(key) // a file no longer the daemon's is left alone
 }
 
-// putScratch keeps sf for reuse (up to maxScratch per directory; after
-// Close none), else removes it.
+// putScratch keeps sf for reuse if it is a sandbox's (up to maxScratch
+// per directory; none after Close or for a session that ended), else
+// removes it.
 func (s *Shells) putScratch(sf *scratchFile) {
 	if !sf.intact() {
 		return
 	}
 	s.mu.Lock()
-	if !s.closed && len(s.scratch[sf.dir]) < maxScratch {
-		s.scratch[sf.dir] = append(s.scratch[sf.dir], sf)
+	if sf.key.session != "" && !s.closed && !s.ended[sf.key.session] && len(s.scratch[sf.key]) < maxScratch {
+		s.scratch[sf.key] = append(s.scratch[sf.key], sf)
 		s.mu.Unlock()
 		return
 	}
@@ -141,15 +167,19 @@ func (sf *scratchFile) remove() {
 	}
 }
 
-// dropScratch removes the files kept for reuse.
-func (s *Shells) dropScratch() {
+// dropScratch removes the files kept for reuse of a session's sandbox
+// (all if all).
+func (s *Shells) dropScratch(session string, all bool) {
+	var drop []*scratchFile
 	s.mu.Lock()
-	all := s.scratch
-	s.scratch = map[string][]*scratchFile{}
-	s.mu.Unlock()
-	for _, free := range all {
-		for _, sf := range free {
-			sf.remove()
+	for k, free := range s.scratch {
+		if all || k.session == session && session != "" {
+			drop = append(drop, free...)
+			delete(s.scratch, k)
 		}
+	}
+	s.mu.Unlock()
+	for _, sf := range drop {
+		sf.remove()
 	}
 }

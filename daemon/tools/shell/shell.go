@@ -238,7 +238,8 @@ type Shells struct {
 	warm                    map[string][]*warm
 	warming                 map[string]int
 	warmCount, warmingCount int
-	scratch                 map[string][]*scratchFile // by directory: files kept for reuse
+	scratch                 map[scratchKey][]*scratchFile // files kept for reuse
+	ended                   map[string]bool               // sessions KillSession ended (their files are not kept)
 	closed                  bool
 
 	wg      sync.WaitGroup // one per running background shell
@@ -255,7 +256,7 @@ type sessionShells struct {
 // New returns a registry with the options (nil means defaults).
 func New(opts *Options) *Shells {
 	return &Shells{opts: opts.withDefaults(), sessions: map[string]*sessionShells{}, warm: map[string][]*warm{}, warming: map[string]int{},
-		scratch: map[string][]*scratchFile{}}
+		scratch: map[scratchKey][]*scratchFile{}, ended: map[string]bool{}}
 }
 
 // Tools returns Bash, BashOutput (alias TaskOutput) and KillShell (aliases
@@ -361,9 +362,11 @@ func (s *Shells) KillSession(sessionID string) {
 			shells = append(shells, sh)
 		}
 	}
+	s.ended[sessionID] = true
 	s.mu.Unlock()
 	s.endWarmOf(sessionID, false)
 	killAll(shells)
+	s.dropScratch(sessionID, false)
 }
 
 // Close kills every background shell and warm shell of every session and
@@ -383,7 +386,7 @@ func (s *Shells) Close() {
 	killAll(all)
 	s.wg.Wait()
 	s.warmWG.Wait()
-	s.dropScratch()
+	s.dropScratch("", true)
 }
 
 // killAll kills shells in parallel and waits for them.

@@ -18,27 +18,29 @@ import (
 //
 // Starting bash costs about a millisecond here (fork and exec, the
 // dynamic loader, bash's own start-up), more than running a small command
-// does. So once a session has run a foreground command outside the
-// sandbox, the bash for its next one is started ahead of time, with what
-// the next command most likely needs (the same shell, directory and
-// environment), and waits before it has read any command: blocked reading
-// one byte from a pipe. When the next command comes with that directory
-// and environment, the daemon writes the script to the warm shell's
-// script file and the byte to the pipe; the shell reads the file and
-// evaluates it. Otherwise (the directory or the environment changed, or
-// the warm shell died) the warm shell is ended and the command starts as
-// before. Either way a warm shell for the command after is started at
-// once (two are kept, see warmPerSession). A warm shell nobody used for WarmShellIdle ends; so does a
-// session's when the session is deleted, and all at Close.
+// does. So once a session has run a foreground command, the bash for its
+// next one is started ahead of time, with what the next command most
+// likely needs (the same shell, directory and environment, the same
+// sandbox), and waits before it has read any command: blocked reading one
+// byte from a pipe. When the next command comes with that directory,
+// environment and sandbox, the daemon writes the script to the warm
+// shell's script file and the byte to the pipe; the shell reads the file
+// and evaluates it. Otherwise (the directory, the environment or the
+// sandbox's policy changed, or the warm shell died) the warm shell is
+// ended and the command starts as before. Either way warm shells for the
+// commands after are started at once (two are kept, see warmPerSession).
+// A warm shell nobody used for WarmShellIdle ends; so do a session's when
+// the session is deleted, and all at Close.
 //
 // A warm command is the process a cold one is: bash, the leader of its own
 // process group, started by package proc (Pdeathsig, the record, the
-// reaper) with the environment, directory, stdin and output pipe the cold
-// one would have, and nothing else open. What differs is visible only to
-// a script that looks for it: the script runs through eval (a syntax
-// error reads "bash: eval: line 1: …" rather than "bash: -c: line 1: …"),
-// BASH_EXECUTION_STRING is the waiting shell's, and SECONDS restarts from
-// 0 when the command comes.
+// reaper) or by the sandbox's exec server (the init of its own pid
+// namespace there), with the environment, directory, stdin and output
+// pipe the cold one would have, and nothing else open. What differs is
+// visible only to a script that looks for it: the script runs through
+// eval (a syntax error reads "bash: eval: line 1: …" rather than
+// "bash: -c: line 1: …"), BASH_EXECUTION_STRING is the waiting shell's,
+// and SECONDS restarts from 0 when the command comes.
 
 // warmUnsupported is the exit status of a warm shell whose bash is older
 // than 4.4 (its mapfile has no -d): it exits at once, and warm shells stay
@@ -260,11 +262,7 @@ var errNoWarm = errors.New("no warm shell for this command line")
 // evaluates its script file (see the package's warm shells), for spec.
 func (s *Shells) startWarm(spec warmSpec) (*warm, error) {
 	env, sandboxed, dir := spec.env, spec.sandboxed, spec.dir
-	scratch := scratchDir()
-	if sandboxed {
-		scratch = s.opts.Sandbox.ScratchDir(env)
-	}
-	script, err := s.getScratch(scratch)
+	script, err := s.getScratch(s.scratchFor(env, sandboxed))
 	if err != nil {
 		return nil, fmt.Errorf("the script file: %w", err)
 	}
