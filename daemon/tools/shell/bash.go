@@ -372,18 +372,14 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 	}
 	var r *os.File
 	if hot := s.runWarm(env, wr, inSandbox, dir, script, environ); hot != nil {
-		for _, f := range wr.ExtraFiles {
-			f.Close()
-		}
+		wr.closeExtra()
 		defer s.putScratch(hot.script) // bash read it before it ran anything
 		p, r = hot.p, hot.out
 	} else {
 		var w *os.File
 		r, w, err = os.Pipe()
 		if err != nil {
-			for _, f := range wr.ExtraFiles {
-				f.Close()
-			}
+			wr.closeExtra()
 			return nil, fmt.Errorf("creating the output pipe: %w", err)
 		}
 		unix.FcntlInt(w.Fd(), unix.F_SETPIPE_SZ, 1<<20) //nolint:errcheck // a larger pipe is only faster
@@ -449,10 +445,8 @@ func (s *Shells) runForeground(ctx context.Context, call *tool.Call, in bashInpu
 	}
 	res := &tool.Result{}
 	code := -1
-	select {
-	case <-p.done:
+	if p.exited() {
 		code = p.exitCode()
-	default:
 	}
 	switch {
 	case timedOut:

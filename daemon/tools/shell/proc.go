@@ -37,11 +37,7 @@ func becomeSubreaper() error { return proc.Subreaper() }
 // process group; what names it in package proc's record. The caller must
 // call wait (usually in a goroutine).
 func startProc(wr *Wrapped, dir string, out *os.File, what string) (*process, error) {
-	defer func() {
-		for _, f := range wr.ExtraFiles {
-			f.Close()
-		}
-	}()
+	defer wr.closeExtra()
 	if wr.Exec != nil {
 		st, err := wr.Exec.Start(wr.Argv, wr.Env, dir, out, wr.ExtraFiles)
 		if err != nil {
@@ -94,9 +90,7 @@ func (p *process) startErr() error {
 	if p.remote == nil {
 		return nil
 	}
-	select {
-	case <-p.done:
-	default:
+	if !p.exited() {
 		return nil
 	}
 	if p.remote.StartFailed() {
@@ -113,10 +107,9 @@ func (p *process) release() {
 	if p.remote != nil {
 		return
 	}
-	select {
-	case <-p.done:
+	if p.exited() {
 		p.h.Release()
-	default:
+	} else {
 		go func() {
 			<-p.done
 			p.h.Release()

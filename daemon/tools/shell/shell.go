@@ -119,6 +119,14 @@ type Wrapped struct {
 	Again func(argv []string) *Wrapped
 }
 
+// closeExtra closes ExtraFiles, for a command line that has started or
+// never will.
+func (w *Wrapped) closeExtra() {
+	for _, f := range w.ExtraFiles {
+		f.Close()
+	}
+}
+
 // SandboxDecision is how a command runs.
 type SandboxDecision struct {
 	Sandboxed bool

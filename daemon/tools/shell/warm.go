@@ -279,9 +279,7 @@ func (s *Shells) startWarm(spec warmSpec) (*warm, error) {
 		wr, err = s.command(env, waiter, dir, spec.environ, sandboxed)
 	}
 	if err == nil && !s.warmable(wr, sandboxed) {
-		for _, f := range wr.ExtraFiles {
-			f.Close()
-		}
+		wr.closeExtra()
 		err = errNoWarm
 	}
 	if err != nil {
