@@ -25,6 +25,7 @@ var layers = []struct {
 	{"internal/safefile", 0}, {"internal/gitconfig", 0}, {"internal/frontmatter", 0}, // stdlib only: the one reader of configuration files; git config entries; frontmatter helpers
 	{"internal/sibling", 0},   // stdlib only: finding tackle's other programs next to this one
 	{"internal/yamlbound", 0}, // go-yaml's syntax tree only: what a YAML document expands to
+	{"internal/workers", 0},   // stdlib only: goroutines kept between the functions they run
 	{"daemon/event", 1}, {"daemon/socket", 1}, {"daemon/config", 1}, {"daemon/model", 1},
 	{"daemon/proc", 1}, // stdlib and x/sys only: starts, records and reaps the daemon's child processes
 	{"daemon/store", 2}, {"daemon/tools", 2}, {"daemon/mcp", 2}, {"daemon/skill", 2},

@@ -34,7 +34,9 @@ func serveEcho(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	srv := grpc.NewServer()
+	// tackled's flow-control windows (daemon/server), so that the floor
+	// is measured with the same transport settings.
+	srv := grpc.NewServer(grpc.InitialWindowSize(1<<20), grpc.InitialConnWindowSize(1<<20))
 	healthpb.RegisterHealthServer(srv, health.NewServer())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
@@ -45,7 +47,10 @@ func serveEcho(path string) int {
 
 func dialUnix(b *testing.B, path string) *grpc.ClientConn {
 	b.Helper()
-	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The flow-control windows of tackle's clients (clients/client), for
+	// the echo's client as for tackled's.
+	conn, err := grpc.NewClient("unix://"+path, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -160,11 +160,18 @@ func Dial(ctx context.Context, opts *Options) (*Client, error) {
 	return c, nil
 }
 
+// flowWindow is the HTTP/2 flow-control window of the client's streams and
+// connection: tackled's.
+const flowWindow = 1 << 20
+
 // connect makes a gRPC client whose connections go through socket.Dial (the
 // ownership check) to path.
 func connect(path, name string) (*Client, error) {
 	conn, err := grpc.NewClient("passthrough:///tackled",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Fixed windows, as tackled's: no bandwidth-delay pings after
+		// every event received (a unix socket has no delay to estimate).
+		grpc.WithInitialWindowSize(flowWindow), grpc.WithInitialConnWindowSize(flowWindow),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return socket.Dial(ctx, path)
 		}),

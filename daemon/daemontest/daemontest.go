@@ -152,6 +152,7 @@ func Start(t testing.TB, opts ...Option) *Daemon {
 func Dial(path string) (*grpc.ClientConn, error) {
 	return grpc.NewClient("passthrough:///tackled",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(1<<20), grpc.WithInitialConnWindowSize(1<<20), // as tackle's clients
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return socket.Dial(ctx, path)
 		}),

@@ -31,6 +31,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/hook"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/internal/workers"
 )
 
 // Session is what the pipeline needs of a session; *session.Session
@@ -155,7 +156,15 @@ type Dispatcher struct {
 	ended  uint64 // turns ended so far
 	closed bool
 	wg     sync.WaitGroup // one per running RunTurn
+
+	// handlers runs the tools' handlers (see invoke): goroutines kept
+	// between calls, whose stacks have grown already.
+	handlers *workers.Pool
 }
+
+// handlerIdle is how long a handler goroutine waits for the next call
+// before it ends.
+const handlerIdle = 5 * time.Second
 
 type turnRun struct {
 	sessionID string
@@ -226,8 +235,9 @@ func New(reg *tool.Registry, policy permission.Policy, broker *permission.Broker
 	}
 	return &Dispatcher{
 		reg: reg, policy: policy, broker: broker, hooks: hooks, opts: o,
-		log:   o.Logger.Named("dispatch"),
-		turns: map[string]*turnRun{},
+		log:      o.Logger.Named("dispatch"),
+		turns:    map[string]*turnRun{},
+		handlers: workers.New(handlerIdle),
 	}
 }
 
@@ -1113,7 +1123,7 @@ type handlerOutcome struct {
 // the turn (and Shutdown) forever.
 func (d *Dispatcher) invoke(ctx context.Context, t tool.Tool, call *tool.Call, cr *callRun, progress tool.Progress) handlerOutcome {
 	done := make(chan handlerOutcome, 1)
-	go func() {
+	d.handlers.Go(func() {
 		var o handlerOutcome
 		defer func() {
 			if r := recover(); r != nil {
@@ -1126,7 +1136,7 @@ func (d *Dispatcher) invoke(ctx context.Context, t tool.Tool, call *tool.Call, c
 			done <- o
 		}()
 		o.res, o.err = t.Run(ctx, call, progress)
-	}()
+	})
 	select {
 	case o := <-done:
 		return o
@@ -1226,4 +1236,5 @@ func (d *Dispatcher) Shutdown(ctx context.Context) {
 	case <-ctx.Done():
 		d.log.Warn("shutdown: turns still running when the deadline passed")
 	}
+	d.handlers.Close()
 }

@@ -681,7 +681,7 @@ func (f fixedPolicy) Decide(context.Context, permission.Request) permission.Deci
 
 func TestDecideFailsClosed(t *testing.T) {
 	e := newEnv(t, "default", nil, nil, echo())
-	d := New(e.d.Registry(), fixedPolicy{Verdict: "bogus", Reason: "r"}, nil, nil, nil)
+	d := newDispatcher(t, e.d.Registry(), fixedPolicy{Verdict: "bogus", Reason: "r"}, nil, nil)
 	res := d.RunTurn(context.Background(), e.s, Turn{Calls: []event.CallInfo{call("a", "Echo", `{}`)}})
 	if res[0].Status != event.StatusDenied || !strings.Contains(text(res[0]), `the permission policy answered "bogus"`) {
 		t.Errorf("result %s %q", res[0].Status, text(res[0]))

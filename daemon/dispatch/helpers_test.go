@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/tackle-agent/tackle/daemon/event"
+	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/session"
 	"github.com/tackle-agent/tackle/daemon/store"
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -90,7 +91,19 @@ func newEnv(t testing.TB, mode string, hooks Hooks, opts *Options, tools ...tool
 		t.Fatal(err)
 	}
 	t.Cleanup(sub.Close)
-	return &env{t: t, s: s, wd: s.Cwd(), d: New(reg, nil, nil, hooks, &o), sub: sub, log: lb}
+	return &env{t: t, s: s, wd: s.Cwd(), d: newDispatcher(t, reg, nil, hooks, &o), sub: sub, log: lb}
+}
+
+// newDispatcher is New, shut down when the test ends (which ends the
+// goroutines it keeps for handlers).
+func newDispatcher(t testing.TB, reg *tool.Registry, policy permission.Policy, hooks Hooks, o *Options) *Dispatcher {
+	d := New(reg, policy, nil, hooks, o)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		d.Shutdown(ctx)
+	})
+	return d
 }
 
 // run runs a turn and checks the log invariants for it.

@@ -447,7 +447,7 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 	}
 	sess, log := a.sess, a.log
 	log.Debug("running batch", "session", sess.ID(), "turn", turn.ID, "calls", len(calls))
-	go func() {
+	a.srv.turnWorkers.Go(func() {
 		defer a.srv.turns.Done()
 		// The settings are read at every turn, so an edited settings file
 		// applies to the next batch without a restart.
@@ -459,7 +459,7 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		turn.ResolveMode = func() string { return a.srv.turnMode(sess, turn.ID, override) }
 		results := a.srv.disp.RunTurn(a.srv.turnCtx, sess, turn)
 		log.Debug("batch done", "session", sess.ID(), "turn", turn.ID, "results", len(results))
-	}()
+	})
 	return nil
 }
 

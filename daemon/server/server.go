@@ -36,6 +36,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/session"
 	"github.com/tackle-agent/tackle/daemon/tool"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/workers"
 )
 
 // ProtocolVersion is the major version of the Attach protocol this daemon speaks.
@@ -114,6 +115,14 @@ type Options struct {
 	HookList HookLister
 }
 
+// flowWindow is the HTTP/2 flow-control window of every stream and
+// connection (see New).
+const flowWindow = 1 << 20
+
+// turnIdle is how long a turn's goroutine waits for the next turn before
+// it ends.
+const turnIdle = 5 * time.Second
+
 // Server is tackled's gRPC front. Build it with New, serve with Run.
 type Server struct {
 	tacklev1.UnimplementedTackleServiceServer
@@ -144,6 +153,10 @@ type Server struct {
 	turnsMu   sync.Mutex // guards draining and turns.Add
 	draining  bool
 	closeOnce sync.Once
+
+	// turnWorkers runs the batches' turns on goroutines kept between
+	// turns, whose stacks have grown already (see workers).
+	turnWorkers *workers.Pool
 
 	settingsMu sync.Mutex        // guards reported; held while a change is reported
 	reported   map[string]string // by session id: the settings problems last reported to it
@@ -191,12 +204,20 @@ func New(opts *Options) (*Server, error) {
 		reported:   map[string]string{},
 	}
 	s.turnCtx, s.turnCancel = context.WithCancel(context.Background())
+	s.turnWorkers = workers.New(turnIdle)
 	s.grpc = grpc.NewServer(
 		grpc.Creds(peerCreds{}),
 		// A client's tool call may carry more than gRPC's default 4 MB (a
 		// Write of a large file from tackle call); events stay bounded at
 		// about 1 MB on the way out (session.Session.Bounded).
 		grpc.MaxRecvMsgSize(maxClientMessage),
+		// Fixed flow-control windows, as tackle's clients set them: with
+		// gRPC's default (a window sized by bandwidth-delay estimation)
+		// each DATA frame received is answered with a PING and a
+		// WINDOW_UPDATE. On a unix socket there is no delay to estimate,
+		// and the pings were a third of the daemon's reads and writes per
+		// small tool call.
+		grpc.InitialWindowSize(flowWindow), grpc.InitialConnWindowSize(flowWindow),
 		grpc.ChainUnaryInterceptor(s.unaryInterceptor),
 		grpc.ChainStreamInterceptor(s.streamInterceptor),
 	)
@@ -272,6 +293,7 @@ func (s *Server) stop() {
 	cancel()
 	s.turnCancel()
 	s.turns.Wait()
+	s.turnWorkers.Close()
 
 	s.closeOnce.Do(func() { close(s.closing) })
 	done := make(chan struct{})

@@ -53,7 +53,9 @@ func newPipeline(t *testing.T) *pipeline {
 	if err := reg.Register(todo.Tools()...); err != nil {
 		t.Fatal(err)
 	}
-	return &pipeline{t: t, m: m, s: s, d: dispatch.New(reg, nil, nil, nil, nil)}
+	d := dispatch.New(reg, nil, nil, nil, nil)
+	t.Cleanup(func() { d.Shutdown(context.Background()) })
+	return &pipeline{t: t, m: m, s: s, d: d}
 }
 
 // run runs TodoWrite calls with these inputs as one turn.
