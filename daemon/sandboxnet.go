@@ -150,8 +150,18 @@ func (sn *sessionNet) start(d *Daemon, sess *session.Session) error {
 }
 
 // enter runs f on a thread inside the namespace (the sockets it makes and
-// the processes it starts belong to it), then moves the thread back.
+// the processes it starts belong to it), then moves the thread back. It
+// does so on a goroutine of its own: a thread that cannot be moved back
+// stays locked to that goroutine and ends with it, where the caller's
+// goroutine may be one the daemon keeps for later calls (workers).
 func (sn *sessionNet) enter(f func() error) error {
+	errc := make(chan error, 1)
+	go func() { errc <- sn.enterHere(f) }()
+	return <-errc
+}
+
+// enterHere is enter on the calling goroutine, which must end after it.
+func (sn *sessionNet) enterHere(f func() error) error {
 	runtime.LockOSThread()
 	orig, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {

@@ -18,6 +18,9 @@ import (
 
 // Pool runs functions on its goroutines, starting one when none is idle.
 // There is no bound on how many run at once: Go never waits for a worker.
+// A function must leave its goroutine as it found it: not locked to its
+// thread (runtime.LockOSThread without its Unlock), or the functions after
+// it would run on that thread, in whatever state it was left.
 // The zero value is not usable; see New.
 type Pool struct {
 	idle  time.Duration
