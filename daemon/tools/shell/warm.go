@@ -197,7 +197,7 @@ func (s *Shells) prepareWarm(spec warmSpec) {
 	sessionID := spec.env.SessionID()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.closed && len(s.warm[sessionID])+s.warming[sessionID] < warmPerSession && s.warmCount+s.warmingCount < maxWarm {
+	for !s.closed && !s.ended[sessionID] && len(s.warm[sessionID])+s.warming[sessionID] < warmPerSession && s.warmCount+s.warmingCount < maxWarm {
 		s.warming[sessionID]++
 		s.warmingCount++
 		s.warmWG.Add(1)
@@ -222,7 +222,9 @@ func (s *Shells) addWarm(spec warmSpec) {
 		}
 		return
 	}
-	if s.closed {
+	if s.closed || s.ended[sessionID] {
+		// Closed, or the session deleted while this shell started: its
+		// KillSession has ended the others already.
 		s.mu.Unlock()
 		s.endWarm(w)
 		return

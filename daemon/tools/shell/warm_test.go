@@ -192,6 +192,13 @@ func TestWarmShellEnds(t *testing.T) {
 	pids := h.warmPids(t, env.ID, warmPerSession)
 	h.s.KillSession(env.ID)
 	waitGone(t, pids...)
+	// A deleted session gets no warm shells again (one that was starting
+	// when it was deleted ends); another session does.
+	h.bash(t, env, map[string]any{"command": "true"})
+	time.Sleep(50 * time.Millisecond)
+	h.warmPids(t, env.ID, 0)
+	env = newEnv(t)
+	env.ID = "s_other"
 
 	h.bash(t, env, map[string]any{"command": "true"})
 	pids = h.warmPids(t, env.ID, warmPerSession)
