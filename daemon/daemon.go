@@ -186,11 +186,8 @@ func New(opts *Options) (*Daemon, error) {
 		},
 		// A session's settings add working directories
 		// (permissions.additionalDirectories) and environment variables (env).
-		Settings: func(root string) *config.Settings {
-			st, _ := d.loader.Load(root)
-			return st
-		},
-		Home: o.Home,
+		Settings: d.loader.Load,
+		Home:     o.Home,
 	})
 	// A daemon that was killed left turns that never ended: end them now,
 	// before any client can see the sessions.

@@ -461,6 +461,10 @@ func sameProblem(a, b *Problem) bool {
 type statMemo struct {
 	paths  []string
 	stamps []stamp
+	// The first stats of a Load are kept here (a Load stats about a
+	// dozen files), not in slices that grow.
+	pathBuf  [16]string
+	stampBuf [16]stamp
 }
 
 // stat returns the stamp of path, statting it the first time.
@@ -474,6 +478,9 @@ func (m *statMemo) stat(path string) stamp {
 		}
 	}
 	st := statFile(path)
+	if m.paths == nil {
+		m.paths, m.stamps = m.pathBuf[:0], m.stampBuf[:0]
+	}
 	m.paths = append(m.paths, path)
 	m.stamps = append(m.stamps, st)
 	return st

@@ -36,11 +36,16 @@ func (s *Server) resolve(cwd, explicit, override string) resolved {
 	var (
 		st    *config.Settings
 		probs []config.Problem
-		r     resolved
 	)
 	if s.opts.Settings != nil && cwd != "" {
 		st, probs = s.opts.Settings(cwd)
 	}
+	return resolveFrom(st, probs, explicit, override)
+}
+
+// resolveFrom is resolve with the settings st and their problems as read.
+func resolveFrom(st *config.Settings, probs []config.Problem, explicit, override string) resolved {
+	var r resolved
 	for _, p := range probs {
 		r.problems = append(r.problems, problemText(p))
 	}
@@ -105,8 +110,15 @@ func (s *Server) sessionProto(in session.Info) *tacklev1.Session {
 // turnMode resolves the permission mode of a turn of sess, appends the
 // turn's notices and reports changed settings problems (see reportProblems).
 func (s *Server) turnMode(sess *session.Session, turnID, override string) string {
+	// The session read its settings for this turn already (its working
+	// directories, the turn's rules): the same snapshot decides the mode.
 	s.settingsMu.Lock()
-	r := s.resolve(sess.Root(), sess.PermissionMode(), override)
+	var r resolved
+	if st, probs := sess.TurnSettings(); st != nil {
+		r = resolveFrom(st, probs, sess.PermissionMode(), override)
+	} else {
+		r = s.resolve(sess.Root(), sess.PermissionMode(), override)
+	}
 	s.reportProblemsLocked(sess, turnID, r.problems)
 	s.settingsMu.Unlock()
 	for _, n := range r.notes {

@@ -127,7 +127,8 @@ type Options struct {
 	// caller's goroutine and must be quick.
 	OnFileRecorded func(s *Session, path string)
 	// Settings, if set, returns the settings in force for a session's root
-	// directory (config.Loader.Load): their permissions.additionalDirectories
+	// directory and the problems of its settings files (config.Loader.Load):
+	// their permissions.additionalDirectories
 	// join the session's working directories and their env applies over its
 	// environment. A session calls it at the first WorkingDirs or Environ
 	// of every turn, after Manager.SettingsChanged, at least every second,
@@ -135,7 +136,7 @@ type Options struct {
 	// variables out again only when the *config.Settings it returns changes
 	// (the loader returns the same one while no file changed). It must be
 	// safe for concurrent use.
-	Settings func(root string) *config.Settings
+	Settings func(root string) (*config.Settings, []config.Problem)
 	// Home is the home directory "~" means in additionalDirectories, to tell
 	// which settings file lists a directory (default: $HOME; the loader's
 	// Options.Home).

@@ -66,7 +66,8 @@ const settingsRecheck = time.Second
 // fromSettings is what one version of a session's settings adds to it,
 // and when it was read.
 type fromSettings struct {
-	st *config.Settings
+	st       *config.Settings
+	problems []config.Problem // of the settings files that do not parse
 	// dirs are the settings' additional directories (OriginSettings), in
 	// order, the missing ones included.
 	dirs    []WorkingDir
@@ -513,6 +514,16 @@ func (s *Session) Settings() *config.Settings {
 	return nil
 }
 
+// TurnSettings is Settings with the problems of the settings files that
+// do not parse, as read for the current turn (nil, nil without
+// Options.Settings): a turn that needs them twice reads the files once.
+func (s *Session) TurnSettings() (*config.Settings, []config.Problem) {
+	if fs := s.settingsNow(false); fs != nil {
+		return fs.st, fs.problems
+	}
+	return nil, nil
+}
+
 // ClientEnviron returns the environment of the client that created the
 // session, as it gave it: without the settings' env. A sub-agent's
 // session starts from it (its own settings apply again).
@@ -548,11 +559,11 @@ func (s *Session) settingsNow(force bool) *fromSettings {
 	s.mu.RLock()
 	root, clientEnv := s.row.Cwd, s.row.Env // row.Env never changes
 	s.mu.RUnlock()
-	st := f(root)
+	st, problems := f(root)
 	if st == nil {
 		return nil
 	}
-	next := &fromSettings{st: st, gen: gen, turns: turns, at: time.Now()}
+	next := &fromSettings{st: st, problems: problems, gen: gen, turns: turns, at: time.Now()}
 	if cur != nil && cur.st == st && !cur.missing {
 		next.dirs, next.env = cur.dirs, cur.env
 	} else {

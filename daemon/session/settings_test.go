@@ -44,10 +44,7 @@ func newSettingsFixture(t testing.TB) *settingsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.m = NewManager(st, &Options{StateDir: base, Home: f.home, Settings: func(root string) *config.Settings {
-		s, _ := loader.Load(root)
-		return s
-	}})
+	f.m = NewManager(st, &Options{StateDir: base, Home: f.home, Settings: loader.Load})
 	t.Cleanup(func() {
 		f.m.Close()
 		st.Close()

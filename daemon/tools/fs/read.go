@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -104,7 +105,7 @@ func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	if err != nil {
 		return tool.ErrorResult(err.Error()), nil
 	}
-	f, err := os.Open(p)
+	f, err := openRead(p)
 	if err != nil {
 		return tool.ErrorResult(statError(call.Env, p, err, "Check the path, or use Glob to find the file.").Error()), nil
 	}
@@ -124,6 +125,23 @@ func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 		readBufs.Put(r.br)
 	}()
 	return r.run(ctx, in)
+}
+
+// openRead opens p for reading as os.Open does, but non-blocking: a FIFO
+// put where Validate saw a file cannot hold the open (checkReadable then
+// refuses it), and a regular file, which reads block on anyway, is opened
+// with two system calls instead of os.Open's five (it sets the descriptor
+// non-blocking, fails to add it to the poller and sets it back).
+func openRead(p string) (*os.File, error) {
+	for {
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
+		if err == nil {
+			return os.NewFile(uintptr(fd), p), nil
+		}
+		if err != syscall.EINTR {
+			return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+		}
+	}
 }
 
 // readBufs are the readers of Reads, reused: nothing a Read returns points

@@ -3,6 +3,7 @@ package fs_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -15,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tackle-agent/tackle/daemon/tool"
@@ -230,6 +232,35 @@ func TestReadNotRegular(t *testing.T) {
 		t.Skip("mkfifo:", err)
 	}
 	mustFail(t, call(t, toolMap(nil), env, "Read", map[string]any{"file_path": fifo}), "not a regular file")
+}
+
+// TestReadFIFOAfterValidate swaps a FIFO (no writer) in for the file
+// Validate saw: Run refuses it at once rather than waiting in open for a
+// writer that never comes.
+func TestReadFIFOAfterValidate(t *testing.T) {
+	env := tooltest.New(t)
+	p := env.Path("swapped")
+	writeFile(t, p, "a file\n")
+	tl := toolMap(nil)["Read"]
+	c := &tool.Call{ID: "c1", Name: "Read", Input: json.RawMessage(fmt.Sprintf(`{"file_path":%q}`, p)), Env: env}
+	if err := tl.Validate(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := mkfifo(p); err != nil {
+		t.Skip("mkfifo:", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := tl.Run(ctx, c, func(string) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "not a regular file") {
+		t.Fatalf("Run on a FIFO: %+v", res)
+	}
 }
 
 // TestReadHugeSparseFile reads a 2 GiB file with bounded memory.
