@@ -119,7 +119,7 @@ func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	}
 	r := &reader{opts: t.opts, path: p, real: realPathOf(call, p, fi), file: f, info: fi, hash: sha256.New()}
 	r.br = readBufs.Get().(*bufio.Reader)
-	r.br.Reset(io.TeeReader(ctxReader{ctx, f}, r.hash))
+	r.br.Reset(io.TeeReader(&stickyEOF{r: ctxReader{ctx, f}}, r.hash))
 	defer func() {
 		r.br.Reset(nil)
 		readBufs.Put(r.br)
@@ -142,6 +142,23 @@ func openRead(p string) (*os.File, error) {
 			return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 		}
 	}
+}
+
+// stickyEOF is a reader that, once its reader said io.EOF, says it again
+// without asking: bufio asks again after every EOF it returned, which
+// for a small file meant two more read system calls per Read.
+type stickyEOF struct {
+	r   io.Reader
+	eof bool
+}
+
+func (s *stickyEOF) Read(p []byte) (int, error) {
+	if s.eof {
+		return 0, io.EOF
+	}
+	n, err := s.r.Read(p)
+	s.eof = err == io.EOF
+	return n, err
 }
 
 // readBufs are the readers of Reads, reused: nothing a Read returns points
