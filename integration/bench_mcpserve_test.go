@@ -210,6 +210,9 @@ func BenchmarkMcpServeEcho(b *testing.B) {
 	// calls an iteration: serve's and the Attach stream's).
 	b.ReportMetric(float64(serveCPU.Microseconds())/float64(b.N), "serve-cpu-µs/op")
 	b.ReportMetric(float64(daemonCPU.Microseconds())/float64(2*b.N), "daemon-cpu-µs/call")
+	// What the serve process holds after the calls (one of them per MCP
+	// client window).
+	b.ReportMetric(float64(rssBytes(b, serveCmd.Process.Pid))/(1<<20), "serve-rss-MB")
 }
 
 // connectBench connects a go-sdk client through t, closed at the end.

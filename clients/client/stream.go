@@ -92,7 +92,13 @@ func (s *Stream) Recv() (*tacklev1.ServerMessage, error) {
 // liveOnly the replay is skipped; otherwise every event with seq >= fromSeq
 // follows the snapshot.
 func (s *Stream) Subscribe(sessionID string, fromSeq uint64, liveOnly bool) (*tacklev1.Snapshot, error) {
-	sub := &tacklev1.Subscribe{SessionId: sessionID, FromSeq: fromSeq, LiveOnly: liveOnly}
+	return s.SubscribeTypes(sessionID, fromSeq, liveOnly, nil)
+}
+
+// SubscribeTypes is Subscribe for the events of the given types only (none
+// given: all); see Subscribe.event_types in tackle.proto.
+func (s *Stream) SubscribeTypes(sessionID string, fromSeq uint64, liveOnly bool, types []string) (*tacklev1.Snapshot, error) {
+	sub := &tacklev1.Subscribe{SessionId: sessionID, FromSeq: fromSeq, LiveOnly: liveOnly, EventTypes: types}
 	if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
 		return nil, fmt.Errorf("subscribing to session %s: %w", sessionID, err)
 	}

@@ -2,6 +2,11 @@ package mcpserve
 
 import (
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -149,5 +154,38 @@ func TestChoiceSchema(t *testing.T) {
 	want = `{"properties":{"decision":{"description":"What tackle should do with this call","enum":["allow_once","deny"],"enumNames":["Allow once","Deny"],"title":"Decision","type":"string"}},"required":["decision"],"type":"object"}`
 	if diff := cmp.Diff(want, string(got)); diff != "" {
 		t.Errorf("choiceSchema 2025-06-18 (-want +got):\n%s", diff)
+	}
+}
+
+// TestLinkEventsAreTheHandledOnes: the link subscribes to exactly the event
+// types (*bridge).event has a case for, so none it handles is filtered out.
+func TestLinkEventsAreTheHandledOnes(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "mcpserve.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var handled []string
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok || fd.Name.Name != "event" || fd.Recv == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if cc, ok := n.(*ast.CaseClause); ok {
+				for _, e := range cc.List {
+					if lit, ok := e.(*ast.BasicLit); ok {
+						s, _ := strconv.Unquote(lit.Value)
+						handled = append(handled, s)
+					}
+				}
+			}
+			return true
+		})
+	}
+	if len(handled) == 0 {
+		t.Fatal("found no case of (*bridge).event")
+	}
+	if diff := cmp.Diff(slices.Sorted(slices.Values(handled)), slices.Sorted(slices.Values(linkEvents))); diff != "" {
+		t.Errorf("handled (-) vs subscribed (+):\n%s", diff)
 	}
 }

@@ -358,7 +358,7 @@ func (b *bridge) ensureLink(ctx context.Context, ss *mcp.ServerSession) (*link, 
 		c.Close()
 		return nil, err
 	}
-	if _, err := st.Subscribe(b.sid, 0, true); err != nil {
+	if _, err := st.SubscribeTypes(b.sid, 0, true, linkEvents); err != nil {
 		st.Close()
 		c.Close()
 		return nil, err
@@ -441,7 +441,7 @@ func (b *bridge) streamError(l *link, e *tacklev1.StreamError) {
 		}
 	}
 	if se.ResubscribeFromSeq != 0 {
-		sub := &tacklev1.Subscribe{SessionId: b.sid, FromSeq: se.ResubscribeFromSeq}
+		sub := &tacklev1.Subscribe{SessionId: b.sid, FromSeq: se.ResubscribeFromSeq, EventTypes: linkEvents}
 		if err := l.st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
 			b.logf("subscribing to session %s again: %v", b.sid, err)
 		}
@@ -449,6 +449,13 @@ func (b *bridge) streamError(l *link, e *tacklev1.StreamError) {
 	}
 	b.logf("tackled: %s (%s)", se.Message, se.Code)
 }
+
+// linkEvents are the event types event handles, the only ones the link
+// subscribes to: a call's queued, validating and running states, and the
+// session's other traffic (a model's deltas), are not sent to serve, nor
+// wake it.
+var linkEvents = []string{"call_result", "call_progress", "turn_ended", "permission_requested", "permission_resolved",
+	"tools_changed", "mcp_auth_required"}
 
 // event handles one event of the session.
 func (b *bridge) event(l *link, e *tacklev1.Event) {

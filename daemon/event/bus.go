@@ -28,8 +28,9 @@ func (slowError) Error() string {
 
 // Subscription is one reader of a Bus.
 type Subscription struct {
-	bus *Bus
-	ch  chan *Event
+	bus   *Bus
+	ch    chan *Event
+	types map[Type]bool // the only types delivered; nil: all
 
 	mu      sync.Mutex // guards the fields below
 	closed  bool
@@ -41,11 +42,22 @@ type Subscription struct {
 func NewBus() *Bus { return &Bus{subs: map[*Subscription]struct{}{}} }
 
 // Subscribe adds a subscriber with a buffer of size events (default 1024).
-func (b *Bus) Subscribe(size int) *Subscription {
+func (b *Bus) Subscribe(size int) *Subscription { return b.SubscribeTypes(size, nil) }
+
+// SubscribeTypes is Subscribe for the events of the given types only (none
+// given: all): the others are never queued for it, so a subscriber that
+// handles a few types is not woken for the rest.
+func (b *Bus) SubscribeTypes(size int, types []Type) *Subscription {
 	if size <= 0 {
 		size = 1024
 	}
 	s := &Subscription{bus: b, ch: make(chan *Event, size)}
+	if len(types) > 0 {
+		s.types = make(map[Type]bool, len(types))
+		for _, t := range types {
+			s.types[t] = true
+		}
+	}
 	b.mu.Lock()
 	b.subs[s] = struct{}{}
 	b.mu.Unlock()
@@ -64,6 +76,9 @@ func (b *Bus) Publish(e *Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for s := range b.subs {
+		if s.types != nil && !s.types[e.Type] {
+			continue
+		}
 		select {
 		case s.ch <- e:
 		default:

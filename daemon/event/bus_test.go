@@ -1,6 +1,10 @@
 package event
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -72,4 +76,71 @@ func TestBusConcurrentPublishAndClose(t *testing.T) {
 	}
 	b.Close()
 	wg.Wait()
+}
+
+// TestBusSubscribeTypes: a subscriber of some types gets those, in order,
+// and the others neither reach it nor fill its buffer.
+func TestBusSubscribeTypes(t *testing.T) {
+	b := NewBus()
+	s := b.SubscribeTypes(2, []Type{CallResult, TurnEnded})
+	all := b.Subscribe(16)
+	seq := uint64(0)
+	pub := func(ty Type) {
+		seq++
+		b.Publish(&Event{Seq: seq, Type: ty})
+	}
+	for _, ty := range []Type{TurnStarted, CallState, CallState, CallState, CallResult, TurnEnded} {
+		pub(ty)
+	}
+	for _, want := range []uint64{5, 6} {
+		if e := <-s.C(); e.Seq != want {
+			t.Fatalf("filtered subscriber got seq %d (%s), want %d", e.Seq, e.Type, want)
+		}
+	}
+	if s.Err() != nil || len(all.C()) != 6 {
+		t.Fatalf("err %v; unfiltered subscriber has %d events, want 6", s.Err(), len(all.C()))
+	}
+	s.Close()
+	all.Close()
+}
+
+// TestTypesListsEveryType: Types names every Type constant of event.go.
+func TestTypesListsEveryType(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "event.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[Type]bool{}
+	for _, ty := range Types {
+		if listed[ty] {
+			t.Errorf("%s is listed twice", ty)
+		}
+		listed[ty] = true
+	}
+	n := 0
+	for _, d := range f.Decls {
+		g, ok := d.(*ast.GenDecl)
+		if !ok || g.Tok != token.CONST {
+			continue
+		}
+		for _, sp := range g.Specs {
+			vs := sp.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Type" {
+				continue
+			}
+			for _, v := range vs.Values {
+				lit, ok := v.(*ast.BasicLit)
+				if !ok {
+					continue
+				}
+				n++
+				if s, _ := strconv.Unquote(lit.Value); !listed[Type(s)] {
+					t.Errorf("event type %s is not in Types", s)
+				}
+			}
+		}
+	}
+	if n != len(Types) {
+		t.Errorf("event.go declares %d types, Types lists %d", n, len(Types))
+	}
 }

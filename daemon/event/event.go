@@ -83,6 +83,14 @@ const (
 	MCPAuthRequired Type = "mcp_auth_required"
 )
 
+// Types lists every event type (TestTypesListsEveryType keeps it whole).
+var Types = []Type{
+	TurnStarted, CallState, CallProgress, CallResult, TurnEnded, PermissionRequested, PermissionResolved,
+	SessionUpdated, Notice, ToolsChanged, SkillsChanged, TodosUpdated, ShellUpdated, HookRan, PromptQueued,
+	PromptStarted, AssistantDelta, AssistantMessage, ToolResults, ModelRetry, Compacted, PromptEnded,
+	SubagentUpdated, MCPAuthRequired,
+}
+
 // Call states, in pipeline order. The final states are the Status values of a Result.
 const (
 	StateQueued             = "queued"

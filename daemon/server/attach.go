@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,6 +44,10 @@ type attachment struct {
 	sess     *session.Session    // the subscribed session, nil if none
 	sub      *event.Subscription // its live events
 	lastSent uint64              // seq of the last event sent from sess
+	// types are the only event types sent (Subscribe.event_types; nil:
+	// all), typeList the same as a list.
+	types    map[event.Type]bool
+	typeList []event.Type
 }
 
 // Attach implements TackleService: see tackle.proto. Messages are handled in
@@ -211,6 +217,9 @@ func (a *attachment) sendEvent(e *event.Event) error {
 		return nil // already sent in the replay
 	}
 	a.lastSent = e.Seq
+	if a.types != nil && !a.types[e.Type] {
+		return nil // not asked for (a replayed event: the live ones are not queued)
+	}
 	if a.sess != nil && session.EventSize(e) > maxEventMessage {
 		// Stored before events were bounded: a client takes messages of
 		// at most 4 MB, so the large fields go to files.
@@ -233,11 +242,22 @@ func (a *attachment) sendEvent(e *event.Event) error {
 // it, and sent after the snapshot.
 func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 	ctx := a.stream.Context()
+	types, err := eventTypes(req.GetEventTypes())
+	if err != nil {
+		return err
+	}
 	sess, err := a.srv.session(ctx, req.GetSessionId())
 	if err != nil {
 		return err
 	}
 	a.unsubscribe()
+	a.typeList, a.types = types, nil
+	if len(types) > 0 {
+		a.types = make(map[event.Type]bool, len(types))
+		for _, t := range types {
+			a.types[t] = true
+		}
+	}
 	from := max(req.GetFromSeq(), 1)
 	a.sess, a.lastSent = sess, from-1
 	var page []*event.Event
@@ -254,7 +274,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 			from = page[len(page)-1].Seq + 1
 		}
 	}
-	replay, sub, err := sess.Subscribe(from, req.GetLiveOnly(), subscriptionBuffer)
+	replay, sub, err := sess.SubscribeTypes(from, req.GetLiveOnly(), subscriptionBuffer, a.typeList)
 	if err != nil {
 		a.sess = nil
 		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)
@@ -272,6 +292,25 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 	}
 	a.log.Debug("subscribed", "session", sess.ID(), "from", req.GetFromSeq(), "replayed", len(page)+len(replay))
 	return nil
+}
+
+// eventTypes checks the event types a Subscribe asks for.
+func eventTypes(names []string) ([]event.Type, error) {
+	var out []event.Type
+	for _, n := range names {
+		t := event.Type(n)
+		if !slices.Contains(event.Types, t) {
+			known := make([]string, len(event.Types))
+			for i, k := range event.Types {
+				known[i] = string(k)
+			}
+			return nil, invalidf("unknown event type %q in event_types: the types are %s", n, strings.Join(known, ", "))
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // subscribePaged is subscribe for a replay longer than a page, page the
@@ -301,7 +340,7 @@ func (a *attachment) subscribePaged(sess *session.Session, page []*event.Event) 
 	}
 	// The last page, read again under the subscription's lock with what
 	// is queued.
-	replay, sub, err := sess.Subscribe(a.lastSent+1, false, subscriptionBuffer)
+	replay, sub, err := sess.SubscribeTypes(a.lastSent+1, false, subscriptionBuffer, a.typeList)
 	if err != nil {
 		a.sess = nil
 		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)

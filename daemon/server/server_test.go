@@ -355,6 +355,61 @@ func TestRunBatchSubscribeReplayAndObserver(t *testing.T) {
 	}
 }
 
+// TestSubscribeEventTypes: a subscription with event_types gets only those
+// types, live and in the replay; a type tackled does not know is refused
+// and the stream goes on.
+func TestSubscribeEventTypes(t *testing.T) {
+	d := daemontest.Start(t)
+	id, dir := newSession(t, d)
+	path := filepath.Join(dir, "hello.txt")
+	types := []string{"call_result", "turn_ended"}
+
+	ctl := attach(t, d.Client(), "ctl", tacklev1.Role_ROLE_CONTROLLER)
+	ctl.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{
+		SessionId: id, EventTypes: []string{"call_result", "call_rezult"}}}})
+	if se := ctl.recv().GetError(); se.GetCode() != "InvalidArgument" || !strings.Contains(se.GetMessage(), `"call_rezult"`) ||
+		!strings.Contains(se.GetMessage(), "permission_requested") {
+		t.Fatalf("Subscribe with an unknown type: %v, want InvalidArgument naming it and the types", se)
+	}
+	ctl.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, EventTypes: types}}})
+	if ctl.recv().GetSnapshot() == nil {
+		t.Fatal("no snapshot")
+	}
+	all := attach(t, d.Client(), "all", tacklev1.Role_ROLE_OBSERVER)
+	all.subscribe(id, 0)
+
+	var turns []string
+	for i := range 3 {
+		turn := ctl.runBatch(id, fmt.Sprint("r", i), readCall(fmt.Sprint("c", i), path))
+		turns = append(turns, turn)
+		evs := ctl.eventsUntil(turnEnded(turn))
+		if got := seqTypes(evs); len(got) != 2 || !strings.HasSuffix(got[0], ":call_result/") || !strings.HasSuffix(got[1], ":turn_ended/") {
+			t.Fatalf("filtered live events of turn %d: %v, want call_result then turn_ended", i, got)
+		}
+		if r := resultOf(t, evs, fmt.Sprint("c", i)); r.GetStatus() != "completed" {
+			t.Fatalf("result %v", r)
+		}
+	}
+	full := all.eventsUntil(turnEnded(turns[2]))
+
+	// A late filtered subscriber replays the same filtered events.
+	late := attach(t, d.Client(), "late", tacklev1.Role_ROLE_OBSERVER)
+	late.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, EventTypes: types}}})
+	if late.recv().GetSnapshot() == nil {
+		t.Fatal("no snapshot")
+	}
+	replay := late.eventsUntil(turnEnded(turns[2]))
+	var want []string
+	for _, e := range full {
+		if slices.Contains(types, e.GetType()) {
+			want = append(want, seqTypes([]*tacklev1.Event{e})[0])
+		}
+	}
+	if got := seqTypes(replay); !slices.Equal(got, want) || len(got) != 6 {
+		t.Errorf("filtered replay %v, want %v", got, want)
+	}
+}
+
 func seqTypes(evs []*tacklev1.Event) []string {
 	out := make([]string, 0, len(evs))
 	for _, e := range evs {

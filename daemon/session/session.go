@@ -249,6 +249,13 @@ func (s *Session) LogFailure(since time.Time) error {
 // subscription's buffer (see event.Bus for what happens when it fills
 // up). The caller must Close sub.
 func (s *Session) Subscribe(fromSeq uint64, liveOnly bool, buf int) (replay []*event.Event, sub *event.Subscription, err error) {
+	return s.SubscribeTypes(fromSeq, liveOnly, buf, nil)
+}
+
+// SubscribeTypes is Subscribe with a subscription that receives only the
+// events of types (none given: all; see event.Bus.SubscribeTypes). The
+// replay is not filtered.
+func (s *Session) SubscribeTypes(fromSeq uint64, liveOnly bool, buf int, types []event.Type) (replay []*event.Event, sub *event.Subscription, err error) {
 	s.appendMu.Lock()
 	defer s.appendMu.Unlock()
 	if s.deleted {
@@ -259,7 +266,7 @@ func (s *Session) Subscribe(fromSeq uint64, liveOnly bool, buf int) (replay []*e
 			return nil, nil, err
 		}
 	}
-	return replay, s.bus.Subscribe(buf), nil
+	return replay, s.bus.SubscribeTypes(buf, types), nil
 }
 
 // eventsLocked returns the stored events with seq >= fromSeq followed by

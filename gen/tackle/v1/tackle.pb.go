@@ -644,7 +644,13 @@ type Subscribe struct {
 	SessionId string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
 	FromSeq   uint64                 `protobuf:"varint,2,opt,name=from_seq,json=fromSeq,proto3" json:"from_seq,omitempty"`
 	// live_only skips the replay: snapshot, then live events.
-	LiveOnly      bool `protobuf:"varint,3,opt,name=live_only,json=liveOnly,proto3" json:"live_only,omitempty"`
+	LiveOnly bool `protobuf:"varint,3,opt,name=live_only,json=liveOnly,proto3" json:"live_only,omitempty"`
+	// event_types, when set, are the only event types sent, in the replay
+	// and live (e.g. "call_result", "permission_requested"): a client that
+	// handles a few types is not sent, nor woken for, the others. Their seq
+	// numbers then have gaps by design. The snapshot is whole. A type tackled
+	// does not know is refused (InvalidArgument).
+	EventTypes    []string `protobuf:"bytes,4,rep,name=event_types,json=eventTypes,proto3" json:"event_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -698,6 +704,13 @@ func (x *Subscribe) GetLiveOnly() bool {
 		return x.LiveOnly
 	}
 	return false
+}
+
+func (x *Subscribe) GetEventTypes() []string {
+	if x != nil {
+		return x.EventTypes
+	}
+	return nil
 }
 
 // ToolCall is one tool call of a model turn.
@@ -8710,12 +8723,14 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x0edaemon_version\x18\x02 \x01(\tR\rdaemonVersion\x12\x19\n" +
 	"\bbuild_id\x18\x03 \x01(\tR\abuildId\x12\x1b\n" +
 	"\tclient_id\x18\x04 \x01(\tR\bclientId\x12#\n" +
-	"\x04role\x18\x05 \x01(\x0e2\x0f.tackle.v1.RoleR\x04role\"b\n" +
+	"\x04role\x18\x05 \x01(\x0e2\x0f.tackle.v1.RoleR\x04role\"\x83\x01\n" +
 	"\tSubscribe\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12\x19\n" +
 	"\bfrom_seq\x18\x02 \x01(\x04R\afromSeq\x12\x1b\n" +
-	"\tlive_only\x18\x03 \x01(\bR\bliveOnly\"M\n" +
+	"\tlive_only\x18\x03 \x01(\bR\bliveOnly\x12\x1f\n" +
+	"\vevent_types\x18\x04 \x03(\tR\n" +
+	"eventTypes\"M\n" +
 	"\bToolCall\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
