@@ -137,10 +137,10 @@ ft, fd = g("BenchmarkFirstDeltaTackle", "p50-µs"), g("BenchmarkFirstDeltaDirect
 if ft and fd:
     rows.append(("First text delta of a prompt: fake model → tackled (a process) → a client, vs tackle's model client direct (p50)",
                  f"{ft:.0f} µs", f"{fd:.0f} µs", f"+{(ft-fd)/1000:.2f} ms", "≤ +2 ms"))
-    fs = g("BenchmarkFirstDeltaSameRequest", "p50-µs")
-    if fs:
-        rows.append(("… vs the very request tackled sent (its system prompt and tools, which the fake model parses and checks) sent directly over HTTP (p50)",
-                     f"{ft:.0f} µs", f"{fs:.0f} µs", f"+{(ft-fs)/1000:.2f} ms", "≤ +2 ms"))
+    fs, fa = g("BenchmarkFirstDeltaTackle", "same-request-p50-µs"), g("BenchmarkFirstDeltaTackle", "added-p50-µs")
+    if fs and fa is not None:
+        rows.append(("… vs the very request tackled sent for that prompt (its system prompt, tools and the conversation so far, which the fake model parses and checks) sent again directly over HTTP right after it (p50; the added figure is the median of the pairs' differences)",
+                     f"{ft:.0f} µs", f"{fs:.0f} µs", f"+{fa/1000:.2f} ms", "≤ +2 ms"))
 if g("BenchmarkToolUseToHandler", "p50-µs"):
     rows.append(("From the model's response with a tool_use to the handler starting (p50)", f"{g('BenchmarkToolUseToHandler','p50-µs'):.0f} µs", "", "", "≤ 1 ms"))
 if g("BenchmarkSubagentStart", "p50-µs"):
