@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
 
@@ -127,20 +129,28 @@ func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	return r.run(ctx, in)
 }
 
-// openRead opens p for reading as os.Open does, but non-blocking: a FIFO
-// put where Validate saw a file cannot hold the open (checkReadable then
-// refuses it), and a regular file, which reads block on anyway, is opened
-// with two system calls instead of os.Open's five (it sets the descriptor
-// non-blocking, fails to add it to the poller and sets it back).
+// openRead opens p for reading as os.Open does, except that a FIFO put
+// where Validate saw a file cannot hold the open (checkReadable then
+// refuses it): it opens non-blocking, then makes the descriptor blocking
+// again, so reads are what os.Open's are and os.NewFile does not offer the
+// descriptor to the poller. Three system calls where os.Open made five (it
+// set the descriptor non-blocking, failed to add it to the poller, and set
+// it back).
 func openRead(p string) (*os.File, error) {
 	for {
 		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_CLOEXEC|syscall.O_NONBLOCK, 0)
-		if err == nil {
-			return os.NewFile(uintptr(fd), p), nil
+		if err == syscall.EINTR {
+			continue
 		}
-		if err != syscall.EINTR {
+		if err != nil {
 			return nil, &fs.PathError{Op: "open", Path: p, Err: err}
 		}
+		// Status flags 0: O_NONBLOCK off (the open asked for no other).
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFL, 0); err != nil {
+			syscall.Close(fd)
+			return nil, &fs.PathError{Op: "open", Path: p, Err: err}
+		}
+		return os.NewFile(uintptr(fd), p), nil
 	}
 }
 
