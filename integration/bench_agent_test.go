@@ -130,6 +130,9 @@ func BenchmarkFirstDeltaTackle(b *testing.B) {
 				break
 			}
 		}
+		if d == 0 {
+			b.Fatal("the prompt ended without an assistant_delta")
+		}
 		reqs := ab.fm.Requests()
 		if len(reqs) <= n {
 			b.Fatal("tackled sent no request")
