@@ -31,7 +31,7 @@ func (b *bridge) settle(ctx context.Context, c *client.Client) {
 		return
 	}
 	defer st.Close()
-	if _, err := st.Subscribe(b.sid, 0, true); err != nil {
+	if _, err := st.SubscribeTypes(b.sid, 0, true, []string{"tools_changed"}); err != nil {
 		return
 	}
 	msgs := st.Chan(ctx)
