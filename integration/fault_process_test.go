@@ -94,14 +94,25 @@ func processRecord(t *testing.T, root string) (rec struct {
 	} `json:"groups"`
 }) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, "state", "running-groups.json"))
-	if err != nil {
-		t.Fatalf("reading the daemon's process record: %v", err)
+	// The daemon rewrites the record in place while its processes start;
+	// a read that overlaps a write may see the new record's head and the
+	// old one's tail (Linux does not make a buffered read atomic with a
+	// write), so a record that does not parse is read again. The readers
+	// that matter (the keeper, the next daemon) read it once the daemon is
+	// gone and nothing writes it.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join(root, "state", "running-groups.json"))
+		if err != nil {
+			t.Fatalf("reading the daemon's process record: %v", err)
+		}
+		err = json.Unmarshal(b, &rec)
+		if err == nil {
+			return rec
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the process record %s: %v", b, err)
+		}
 	}
-	if err := json.Unmarshal(b, &rec); err != nil {
-		t.Fatalf("the process record %s: %v", b, err)
-	}
-	return rec
 }
 
 func waitFile(t *testing.T, path string, d time.Duration) {
