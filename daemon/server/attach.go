@@ -44,10 +44,9 @@ type attachment struct {
 	sess     *session.Session    // the subscribed session, nil if none
 	sub      *event.Subscription // its live events
 	lastSent uint64              // seq of the last event sent from sess
-	// types are the only event types sent (Subscribe.event_types; nil:
-	// all), typeList the same as a list.
-	types    map[event.Type]bool
-	typeList []event.Type
+	// types are the only event types sent (Subscribe.event_types; none:
+	// all).
+	types []event.Type
 }
 
 // Attach implements TackleService: see tackle.proto. Messages are handled in
@@ -217,7 +216,7 @@ func (a *attachment) sendEvent(e *event.Event) error {
 		return nil // already sent in the replay
 	}
 	a.lastSent = e.Seq
-	if a.types != nil && !a.types[e.Type] {
+	if len(a.types) > 0 && !slices.Contains(a.types, e.Type) {
 		return nil // not asked for (a replayed event: the live ones are not queued)
 	}
 	if a.sess != nil && session.EventSize(e) > maxEventMessage {
@@ -251,13 +250,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		return err
 	}
 	a.unsubscribe()
-	a.typeList, a.types = types, nil
-	if len(types) > 0 {
-		a.types = make(map[event.Type]bool, len(types))
-		for _, t := range types {
-			a.types[t] = true
-		}
-	}
+	a.types = types
 	from := max(req.GetFromSeq(), 1)
 	a.sess, a.lastSent = sess, from-1
 	var page []*event.Event
@@ -274,7 +267,7 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 			from = page[len(page)-1].Seq + 1
 		}
 	}
-	replay, sub, err := sess.SubscribeTypes(from, req.GetLiveOnly(), subscriptionBuffer, a.typeList)
+	replay, sub, err := sess.SubscribeTypes(from, req.GetLiveOnly(), subscriptionBuffer, a.types)
 	if err != nil {
 		a.sess = nil
 		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)
@@ -340,7 +333,7 @@ func (a *attachment) subscribePaged(sess *session.Session, page []*event.Event) 
 	}
 	// The last page, read again under the subscription's lock with what
 	// is queued.
-	replay, sub, err := sess.SubscribeTypes(a.lastSent+1, false, subscriptionBuffer, a.typeList)
+	replay, sub, err := sess.SubscribeTypes(a.lastSent+1, false, subscriptionBuffer, a.types)
 	if err != nil {
 		a.sess = nil
 		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)

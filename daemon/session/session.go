@@ -515,10 +515,8 @@ func (s *Session) Environ() []string {
 // takes its rules from them, so a turn reads its settings files once, not
 // once for its directories and again for its rules.
 func (s *Session) Settings() *config.Settings {
-	if fs := s.settingsNow(false); fs != nil {
-		return fs.st
-	}
-	return nil
+	st, _ := s.TurnSettings()
+	return st
 }
 
 // TurnSettings is Settings with the problems of the settings files that
