@@ -33,6 +33,7 @@ import (
 
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/mcpstdio"
 )
 
 // Options configures a Server. A nil *Options is not allowed: Dial is
@@ -121,7 +122,8 @@ func New(opts *Options) (*Server, error) {
 // Serve runs one MCP session on in and out (newline-delimited JSON-RPC, as
 // on stdio) until in ends or ctx is done.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	return s.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	lines := mcpstdio.NewLines(io.NopCloser(in), mcp.DefaultMaxLineLength)
+	return s.Run(ctx, &mcpstdio.Transport{Lines: lines, Writer: nopWriteCloser{out}})
 }
 
 type nopWriteCloser struct{ io.Writer }

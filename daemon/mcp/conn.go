@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/tackle-agent/tackle/daemon/config"
 	"github.com/tackle-agent/tackle/daemon/mcp/oauth"
+	"github.com/tackle-agent/tackle/internal/mcpstdio"
 )
 
 // State is where a server's connection stands.
@@ -867,7 +868,7 @@ func (c *Conn) connect() (*generation, error) {
 			return nil, err
 		}
 		g.proc = p
-		t = &mcpsdk.IOTransport{Reader: newLineFilter(p.stdout, c.junk), Writer: p.stdin}
+		t = &mcpstdio.Transport{Lines: newLineReader(p.stdout, c.junk), Writer: p.stdin, Junk: c.junk}
 	case "http":
 		t = &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: c.httpClient(g), OAuthHandler: c.auth}
 	case "sse":

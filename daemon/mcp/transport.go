@@ -2,9 +2,7 @@ package mcp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -155,53 +153,30 @@ func (p *process) stop(grace time.Duration) {
 // maxLine bounds one line a stdio server writes to stdout.
 const maxLine = 64 << 20
 
-// lineFilter passes the lines of a server's stdout that are valid JSON and
-// writes the others to the server's log: a server printing a banner or
-// debug output to stdout keeps working instead of breaking its connection.
-type lineFilter struct {
-	f       *os.File
-	r       *bufio.Reader
-	junk    func(line []byte)
-	line    []byte
-	pending []byte
+// lineReader reads the lines of a server's stdout for mcpstdio, which
+// writes the lines that are not JSON to the server's log (c.junk): a server
+// printing a banner or debug output to stdout keeps working instead of
+// breaking its connection. A line longer than maxLine is logged (its head
+// only) and skipped too.
+type lineReader struct {
+	f    *os.File
+	r    *bufio.Reader
+	junk func(line []byte)
+	line []byte
 }
 
-func newLineFilter(f *os.File, junk func([]byte)) *lineFilter {
-	return &lineFilter{f: f, r: bufio.NewReaderSize(f, 64<<10), junk: junk}
+func newLineReader(f *os.File, junk func([]byte)) *lineReader {
+	return &lineReader{f: f, r: bufio.NewReaderSize(f, 64<<10), junk: junk}
 }
 
-// Read implements io.Reader.
-func (l *lineFilter) Read(p []byte) (int, error) {
-	for len(l.pending) == 0 {
-		line, err := l.readLine()
-		if len(line) > 0 {
-			t := bytes.TrimSpace(line)
-			switch {
-			case len(t) == 0:
-			case json.Valid(t):
-				l.pending = append(append(l.line[:0:0], t...), '\n')
-			default:
-				l.junk(t)
-			}
-		}
-		if err != nil && len(l.pending) == 0 {
-			return 0, err
-		}
-		if err != nil {
-			break
-		}
-	}
-	n := copy(p, l.pending)
-	l.pending = l.pending[n:]
-	return n, nil
-}
-
-// readLine reads one line; a line longer than maxLine is reported as junk
-// (its head only) and skipped.
-func (l *lineFilter) readLine() ([]byte, error) {
+// ReadLine implements mcpstdio.LineReader.
+func (l *lineReader) ReadLine() ([]byte, error) {
 	l.line = l.line[:0]
 	for {
 		chunk, err := l.r.ReadSlice('\n')
+		if err != bufio.ErrBufferFull && len(l.line) == 0 {
+			return chunk, err // the common case: the line is in the buffer
+		}
 		if len(l.line)+len(chunk) <= maxLine {
 			l.line = append(l.line, chunk...)
 		} else if len(l.line) < maxLine {
@@ -213,13 +188,16 @@ func (l *lineFilter) readLine() ([]byte, error) {
 		if len(l.line) >= maxLine {
 			l.junk(append([]byte("(line longer than 64 MiB dropped) "), l.line[:200]...))
 			l.line = l.line[:0]
+			if err == nil {
+				continue
+			}
 		}
 		return l.line, err
 	}
 }
 
-// Close closes the read end of the pipe, which ends a pending Read.
-func (l *lineFilter) Close() error { return l.f.Close() }
+// Close closes the read end of the pipe, which ends a pending ReadLine.
+func (l *lineReader) Close() error { return l.f.Close() }
 
 // callRecord collects what the HTTP layer saw during one call, handed down
 // through the call's context.

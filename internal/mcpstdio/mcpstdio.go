@@ -1,0 +1,437 @@
+// Package mcpstdio is MCP's stdio transport (newline-delimited JSON-RPC) for
+// the go-sdk, with its messages decoded by encoding/json. tackled uses it
+// towards its stdio servers and `tackle mcp serve` towards its client.
+//
+// It exists for speed. The go-sdk's own transport (mcp.IOTransport) decodes
+// every inbound message up to three times through a decoder that allocates a
+// 32 KB buffer each time: once trying it as a batch, once as a message, once
+// more for a request's method. In tackled's MCP echo benchmark that was 81 %
+// of all the bytes the daemon allocated, and the garbage collector's work
+// with it. Here a message is decoded once, into the go-sdk's own jsonrpc
+// types; what the go-sdk does with them afterwards is unchanged.
+//
+// Framing and batches follow the go-sdk's transport: one JSON value per line;
+// a line holding an array is a batch, whose messages Read returns one by one
+// and whose responses Write sends back together as one array once the last
+// is written. Unlike the go-sdk, a line of at most a configured length is
+// the frame (a longer one is an error, or skipped by a LineReader that says
+// so), and a line that is not JSON, or not a JSON object or array, can be
+// handed to a Junk function and skipped instead of ending the connection.
+//
+// It must not interpret MCP itself: the go-sdk owns the protocol.
+package mcpstdio
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A LineReader yields the lines of a stream, one per ReadLine, with or
+// without their newline. The returned slice is valid until the next call.
+// ReadLine is called from one goroutine; Close may be called concurrently
+// with it and should make it return.
+type LineReader interface {
+	ReadLine() ([]byte, error)
+	Close() error
+}
+
+// Transport is an mcp.Transport over a LineReader and a writer.
+type Transport struct {
+	Lines  LineReader
+	Writer io.WriteCloser
+	// Junk, if set, is given each non-empty line that is not JSON or not a
+	// JSON object or array (a server's banner on stdout), and the line is
+	// skipped; otherwise such a line ends the connection with an error.
+	// The slice is valid only during the call.
+	Junk func(line []byte)
+}
+
+// Connect implements mcp.Transport. It starts the goroutine that reads
+// lines; it ends when the LineReader fails or the connection is closed.
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	c := &conn{
+		lines:    t.Lines,
+		w:        t.Writer,
+		junk:     t.Junk,
+		incoming: make(chan inbound),
+		closed:   make(chan struct{}),
+	}
+	go c.readLoop()
+	return c, nil
+}
+
+// NewLines returns a LineReader of r whose lines may be at most max bytes
+// long; a longer line is an error.
+func NewLines(r io.ReadCloser, max int) LineReader {
+	return &lines{r: bufio.NewReaderSize(r, 64<<10), c: r, max: max}
+}
+
+type lines struct {
+	r    *bufio.Reader
+	c    io.Closer
+	max  int
+	line []byte
+}
+
+func (l *lines) ReadLine() ([]byte, error) {
+	l.line = l.line[:0]
+	for {
+		chunk, err := l.r.ReadSlice('\n')
+		if len(l.line)+len(chunk) > l.max {
+			return nil, fmt.Errorf("reading a JSON-RPC message: a line is longer than %d bytes", l.max)
+		}
+		if err == bufio.ErrBufferFull {
+			l.line = append(l.line, chunk...)
+			continue
+		}
+		if len(l.line) == 0 {
+			return chunk, err // the common case: the line is in the buffer
+		}
+		l.line = append(l.line, chunk...)
+		return l.line, err
+	}
+}
+
+func (l *lines) Close() error { return l.c.Close() }
+
+// inbound is what the read loop hands to Read: one message, or a batch, or
+// the error that ended reading.
+type inbound struct {
+	msg   jsonrpc.Message
+	batch []jsonrpc.Message
+	err   error
+}
+
+type conn struct {
+	lines LineReader
+	w     io.WriteCloser
+	junk  func([]byte)
+
+	incoming chan inbound      // unbuffered: the read loop waits for Read
+	queue    []jsonrpc.Message // the rest of a batch; Read's alone
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+
+	writeMu sync.Mutex // serializes writes of whole lines
+
+	// batchMu guards batches: the incoming batch each unanswered request
+	// of one arrived in (Read adds, Write resolves, concurrently).
+	batchMu sync.Mutex
+	batches map[jsonrpc.ID]*batch
+}
+
+// batch collects the responses to the requests of one incoming batch.
+type batch struct {
+	index     map[jsonrpc.ID]int // unanswered request → its response's place
+	responses []*jsonrpc.Response
+}
+
+func (c *conn) readLoop() {
+	for {
+		line, err := c.lines.ReadLine()
+		var in inbound
+		if t := bytes.TrimSpace(line); len(t) > 0 {
+			in = decodeLine(t)
+			if c.junk != nil && (t[0] != '{' && t[0] != '[' || errors.As(in.err, new(*json.SyntaxError))) {
+				c.junk(t)
+				in = inbound{}
+			}
+		}
+		if in.msg != nil || in.batch != nil || in.err != nil {
+			if !c.deliver(in) || in.err != nil {
+				return
+			}
+		}
+		if err != nil {
+			c.deliver(inbound{err: err})
+			return
+		}
+	}
+}
+
+// deliver hands in to Read; it reports false once the connection is closed.
+func (c *conn) deliver(in inbound) bool {
+	select {
+	case c.incoming <- in:
+		return true
+	case <-c.closed:
+		return false
+	}
+}
+
+// Read implements mcp.Connection. Reads are serialized by the go-sdk.
+func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.queue) > 0 {
+		next := c.queue[0]
+		c.queue = c.queue[1:]
+		return next, nil
+	}
+	var in inbound
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case in = <-c.incoming:
+	case <-c.closed:
+		return nil, io.EOF
+	}
+	if in.err != nil {
+		return nil, in.err
+	}
+	if in.batch == nil {
+		return in.msg, nil
+	}
+	if err := c.addBatch(in.batch); err != nil {
+		return nil, err
+	}
+	c.queue = in.batch[1:]
+	return in.batch[0], nil
+}
+
+// addBatch records the requests of an incoming batch, whose responses go
+// back together.
+func (c *conn) addBatch(msgs []jsonrpc.Message) error {
+	var b *batch
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			continue
+		}
+		if b == nil {
+			b = &batch{index: map[jsonrpc.ID]int{}}
+		}
+		if _, dup := b.index[req.ID]; dup {
+			return fmt.Errorf("reading a JSON-RPC batch: request ID %v appears twice", req.ID.Raw())
+		}
+		b.index[req.ID] = len(b.responses)
+		b.responses = append(b.responses, nil)
+	}
+	if b == nil {
+		return nil
+	}
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	for id := range b.index {
+		if _, ok := c.batches[id]; ok {
+			return fmt.Errorf("reading a JSON-RPC batch: request ID %v is already in flight", id.Raw())
+		}
+	}
+	if c.batches == nil {
+		c.batches = map[jsonrpc.ID]*batch{}
+	}
+	for id := range b.index {
+		c.batches[id] = b
+	}
+	return nil
+}
+
+// resolve records resp if it answers a request of an incoming batch. It
+// reports whether it did, and returns the batch's responses once resp was
+// the last of them.
+func (c *conn) resolve(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool) {
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	b, ok := c.batches[resp.ID]
+	if !ok {
+		return nil, false
+	}
+	delete(c.batches, resp.ID)
+	b.responses[b.index[resp.ID]] = resp
+	delete(b.index, resp.ID)
+	if len(b.index) > 0 {
+		return nil, true
+	}
+	return b.responses, true
+}
+
+// Write implements mcp.Connection: one message per line, or a completed
+// batch's responses as one array. It is safe for concurrent use.
+func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var data []byte
+	var err error
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		if all, inBatch := c.resolve(resp); inBatch {
+			if all == nil {
+				return nil // the batch still waits for other responses
+			}
+			data, err = encodeBatch(all)
+		}
+	}
+	if data == nil && err == nil {
+		data, err = jsonrpc.EncodeMessage(msg)
+	}
+	if err != nil {
+		return fmt.Errorf("encoding a JSON-RPC message: %w", err)
+	}
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err = c.w.Write(data)
+	return err
+}
+
+func encodeBatch(resps []*jsonrpc.Response) ([]byte, error) {
+	buf := []byte{'['}
+	for i, r := range resps {
+		data, err := jsonrpc.EncodeMessage(r)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, data...)
+	}
+	return append(buf, ']'), nil
+}
+
+// Close implements mcp.Connection: it closes the lines and the writer and
+// ends a waiting Read with io.EOF. It is idempotent.
+func (c *conn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		c.closeErr = errors.Join(c.lines.Close(), c.w.Close())
+	})
+	return c.closeErr
+}
+
+// SessionID implements mcp.Connection: stdio has no session ID.
+func (c *conn) SessionID() string { return "" }
+
+// decodeLine decodes one line: a message, or an array of them (a batch).
+func decodeLine(line []byte) inbound {
+	if line[0] != '[' {
+		msg, err := decodeMessage(line)
+		return inbound{msg: msg, err: err}
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(line, &raws); err != nil {
+		return inbound{err: fmt.Errorf("decoding a JSON-RPC batch: %w", err)}
+	}
+	if len(raws) == 0 {
+		return inbound{err: errors.New("decoding a JSON-RPC batch: the batch is empty")}
+	}
+	msgs := make([]jsonrpc.Message, len(raws))
+	for i, raw := range raws {
+		msg, err := decodeMessage(raw)
+		if err != nil {
+			return inbound{err: err}
+		}
+		msgs[i] = msg
+	}
+	return inbound{batch: msgs}
+}
+
+// decodeMessage decodes one JSON-RPC 2.0 message into the go-sdk's types
+// (members copied out of data; a null params or result stays "null"),
+// with the go-sdk's rules: keys match exactly (encoding/json would take
+// "Id" for "id" in a struct, and make a notification a call); a message
+// with a method is a request (a notification without an ID), one without
+// is a response and needs an ID.
+func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	var w map[string]json.RawMessage
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fmt.Errorf("decoding a JSON-RPC message: %w", err)
+	}
+	var version string
+	var rawID any
+	if err := unmarshalField(w, "jsonrpc", &version); err != nil {
+		return nil, err
+	}
+	if version != "2.0" {
+		return nil, fmt.Errorf("decoding a JSON-RPC message: version %q, want \"2.0\"", version)
+	}
+	if err := unmarshalField(w, "id", &rawID); err != nil {
+		return nil, err
+	}
+	id, err := jsonrpc.MakeID(rawID)
+	if err != nil {
+		return nil, fmt.Errorf("decoding a JSON-RPC message: %w", err)
+	}
+	if m, ok := w["method"]; ok {
+		method, err := decodeString(m)
+		if err != nil {
+			return nil, fmt.Errorf("decoding a JSON-RPC message's method: %w", err)
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: w["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("decoding a JSON-RPC message: a response without an ID")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: w["result"]}
+	if e, ok := w["error"]; ok && !isNull(e) {
+		var f map[string]json.RawMessage
+		if err := json.Unmarshal(e, &f); err != nil {
+			return nil, fmt.Errorf("decoding a JSON-RPC error: %w", err)
+		}
+		we := &jsonrpc.Error{Data: f["data"]}
+		if err := unmarshalField(f, "code", &we.Code); err != nil {
+			return nil, err
+		}
+		if err := unmarshalField(f, "message", &we.Message); err != nil {
+			return nil, err
+		}
+		resp.Error = we
+	}
+	return resp, nil
+}
+
+// unmarshalField decodes the member key of m, if it is there, into v.
+func unmarshalField(m map[string]json.RawMessage, key string, v any) error {
+	raw, ok := m[key]
+	if !ok {
+		return nil
+	}
+	if s, ok := v.(*string); ok {
+		str, err := decodeString(raw)
+		if err != nil {
+			return fmt.Errorf("decoding a JSON-RPC message's %s: %w", key, err)
+		}
+		*s = str
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decoding a JSON-RPC message's %s: %w", key, err)
+	}
+	return nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// decodeString decodes a JSON string; one of ASCII without escapes (every
+// method name in practice) is taken as it is.
+func decodeString(raw json.RawMessage) (string, error) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && plainASCII(raw[1:len(raw)-1]) {
+		return string(raw[1 : len(raw)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
+
+// plainASCII reports whether b is ASCII without a backslash: inside a
+// valid JSON string, bytes that stand for themselves.
+func plainASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
