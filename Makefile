@@ -13,8 +13,10 @@ PKGS  := ./...
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-16s %s\n", $$1, $$2}'
 
-build: ## build tackled, tackle and tackle-sandbox-exec into bin/
-	$(GO) build -o $(BIN)/ ./daemon/cmd/tackled ./daemon/cmd/tackle-sandbox-exec ./clients/cli/cmd/tackle
+# The programs are static (CGO_ENABLED=0): no C library mapped into a daemon
+# that stays up, 1.8 MB less RSS (README, benchmark notes).
+build: ## build tackled, tackle and tackle-sandbox-exec into bin/ (static)
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./daemon/cmd/tackled ./daemon/cmd/tackle-sandbox-exec ./clients/cli/cmd/tackle
 
 run: build ## build, start the daemon (auto-started by the CLI) and run real tool calls
 	@echo "== tackle status"; $(BIN)/tackle status

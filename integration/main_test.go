@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	}
 	build := exec.Command("go", "build", "-o", dir+"/", "../daemon/cmd/tackled", "../daemon/cmd/tackle-sandbox-exec", "../clients/cli/cmd/tackle")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static, as make build makes them
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building binaries:", err)
 		os.Exit(2)

@@ -22,7 +22,7 @@ trap cleanup EXIT
 bin=${TACKLE_TEST_BIN:-}
 if [ -z "$bin" ]; then
   bin=$tmp/bin
-  go build -o "$bin/" ./daemon/cmd/tackled ./clients/cli/cmd/tackle
+  CGO_ENABLED=0 go build -o "$bin/" ./daemon/cmd/tackled ./clients/cli/cmd/tackle
 fi
 fake=${TACKLE_TEST_FAKEMODEL:-}
 if [ -z "$fake" ] && [ -d internal/testpeers/fakemodelcmd ]; then
