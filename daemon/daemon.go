@@ -436,13 +436,14 @@ func (d *Daemon) Close() error {
 const idleTrimPeriod = 5 * time.Second
 
 // trimWhenIdle returns the memory of finished work to the system once the
-// daemon has been idle for a check period after some activity: a daemon that
-// lives for days should sit at its idle size between bursts of tool calls,
-// not at the peak of the last burst. It returns when ctx ends.
+// daemon has been idle for a check period after some activity, and once
+// after start-up (what starting allocated and dropped): a daemon that lives
+// for days should sit at its idle size between bursts of tool calls, not at
+// the peak of the last burst. It returns when ctx ends.
 func (d *Daemon) trimWhenIdle(ctx context.Context) {
 	t := time.NewTicker(idleTrimPeriod)
 	defer t.Stop()
-	var trimmedAt uint64
+	trimmedAt := ^uint64(0) // no count yet: the first idle period trims
 	var lastEnded uint64
 	for {
 		select {
