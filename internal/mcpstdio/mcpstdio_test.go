@@ -163,14 +163,7 @@ func TestSessionWithGoSDKPeers(t *testing.T) {
 // reads lines from.
 func rawConn(t *testing.T, junk func([]byte)) (mcp.Connection, *os.File, *bufio.Reader) {
 	t.Helper()
-	in, feed, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	drain, out, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, out, drain, feed := pipes(t)
 	c, err := (&Transport{Lines: NewLines(in, 1<<10), Writer: out, Junk: junk}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
