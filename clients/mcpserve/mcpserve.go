@@ -122,8 +122,7 @@ func New(opts *Options) (*Server, error) {
 // Serve runs one MCP session on in and out (newline-delimited JSON-RPC, as
 // on stdio) until in ends or ctx is done.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	lines := mcpstdio.NewLines(io.NopCloser(in), mcp.DefaultMaxLineLength)
-	return s.Run(ctx, &mcpstdio.Transport{Lines: lines, Writer: nopWriteCloser{out}})
+	return s.Run(ctx, &mcpstdio.Transport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
 }
 
 type nopWriteCloser struct{ io.Writer }

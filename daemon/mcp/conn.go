@@ -868,7 +868,7 @@ func (c *Conn) connect() (*generation, error) {
 			return nil, err
 		}
 		g.proc = p
-		t = &mcpstdio.Transport{Lines: newLineReader(p.stdout, c.junk), Writer: p.stdin, Junk: c.junk}
+		t = &mcpstdio.Transport{Reader: p.stdout, Writer: p.stdin, MaxLine: maxLine, Junk: c.junk}
 	case "http":
 		t = &mcpsdk.StreamableClientTransport{Endpoint: c.cfg.URL, HTTPClient: c.httpClient(g), OAuthHandler: c.auth}
 	case "sse":

@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -150,54 +149,11 @@ func (p *process) stop(grace time.Duration) {
 	<-p.exited
 }
 
-// maxLine bounds one line a stdio server writes to stdout.
+// maxLine bounds one line a stdio server writes to stdout; a longer one is
+// logged (its head) and skipped, as a line that is not JSON is (c.junk): a
+// server printing a banner or debug output to stdout keeps working instead
+// of breaking its connection.
 const maxLine = 64 << 20
-
-// lineReader reads the lines of a server's stdout for mcpstdio, which
-// writes the lines that are not JSON to the server's log (c.junk): a server
-// printing a banner or debug output to stdout keeps working instead of
-// breaking its connection. A line longer than maxLine is logged (its head
-// only) and skipped too.
-type lineReader struct {
-	f    *os.File
-	r    *bufio.Reader
-	junk func(line []byte)
-	line []byte
-}
-
-func newLineReader(f *os.File, junk func([]byte)) *lineReader {
-	return &lineReader{f: f, r: bufio.NewReaderSize(f, 64<<10), junk: junk}
-}
-
-// ReadLine implements mcpstdio.LineReader.
-func (l *lineReader) ReadLine() ([]byte, error) {
-	l.line = l.line[:0]
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if err != bufio.ErrBufferFull && len(l.line) == 0 {
-			return chunk, err // the common case: the line is in the buffer
-		}
-		if len(l.line)+len(chunk) <= maxLine {
-			l.line = append(l.line, chunk...)
-		} else if len(l.line) < maxLine {
-			l.line = append(l.line, chunk[:maxLine-len(l.line)]...)
-		}
-		if err == bufio.ErrBufferFull {
-			continue
-		}
-		if len(l.line) >= maxLine {
-			l.junk(append([]byte("(line longer than 64 MiB dropped) "), l.line[:200]...))
-			l.line = l.line[:0]
-			if err == nil {
-				continue
-			}
-		}
-		return l.line, err
-	}
-}
-
-// Close closes the read end of the pipe, which ends a pending ReadLine.
-func (l *lineReader) Close() error { return l.f.Close() }
 
 // callRecord collects what the HTTP layer saw during one call, handed down
 // through the call's context.

@@ -13,10 +13,10 @@
 // Framing and batches follow the go-sdk's transport: one JSON value per line;
 // a line holding an array is a batch, whose messages Read returns one by one
 // and whose responses Write sends back together as one array once the last
-// is written. Unlike the go-sdk, a line of at most a configured length is
-// the frame (a longer one is an error, or skipped by a LineReader that says
-// so), and a line that is not JSON, or not a JSON object or array, can be
-// handed to a Junk function and skipped instead of ending the connection.
+// is written. Unlike the go-sdk, a line is the frame, of at most MaxLine
+// bytes, and a line that is not JSON, not a JSON object or array, or too
+// long can be handed to a Junk function and skipped instead of ending the
+// connection.
 //
 // It must not interpret MCP itself: the go-sdk owns the protocol.
 package mcpstdio
@@ -35,31 +35,32 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A LineReader yields the lines of a stream, one per ReadLine, with or
-// without their newline. The returned slice is valid until the next call.
-// ReadLine is called from one goroutine; Close may be called concurrently
-// with it and should make it return.
-type LineReader interface {
-	ReadLine() ([]byte, error)
-	Close() error
-}
-
-// Transport is an mcp.Transport over a LineReader and a writer.
+// Transport is an mcp.Transport over a reader and a writer.
 type Transport struct {
-	Lines  LineReader
+	Reader io.ReadCloser
 	Writer io.WriteCloser
+	// MaxLine bounds one line (message) read, in bytes; 0 means the
+	// go-sdk's mcp.DefaultMaxLineLength.
+	MaxLine int
 	// Junk, if set, is given each non-empty line that is not JSON or not a
-	// JSON object or array (a server's banner on stdout), and the line is
-	// skipped; otherwise such a line ends the connection with an error.
-	// The slice is valid only during the call.
+	// JSON object or array (a server's banner on stdout), and the head of
+	// a line longer than MaxLine, and the line is skipped; otherwise such
+	// a line ends the connection with an error. The slice is valid only
+	// during the call.
 	Junk func(line []byte)
 }
 
 // Connect implements mcp.Transport. It starts the goroutine that reads
-// lines; it ends when the LineReader fails or the connection is closed.
+// lines; it ends when reading fails or the connection is closed.
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
+	max := t.MaxLine
+	if max <= 0 {
+		max = mcp.DefaultMaxLineLength
+	}
 	c := &conn{
-		lines:    t.Lines,
+		r:        bufio.NewReaderSize(t.Reader, 64<<10),
+		rc:       t.Reader,
+		max:      max,
 		w:        t.Writer,
 		junk:     t.Junk,
 		incoming: make(chan inbound),
@@ -68,40 +69,6 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	go c.readLoop()
 	return c, nil
 }
-
-// NewLines returns a LineReader of r whose lines may be at most max bytes
-// long; a longer line is an error.
-func NewLines(r io.ReadCloser, max int) LineReader {
-	return &lines{r: bufio.NewReaderSize(r, 64<<10), c: r, max: max}
-}
-
-type lines struct {
-	r    *bufio.Reader
-	c    io.Closer
-	max  int
-	line []byte
-}
-
-func (l *lines) ReadLine() ([]byte, error) {
-	l.line = l.line[:0]
-	for {
-		chunk, err := l.r.ReadSlice('\n')
-		if len(l.line)+len(chunk) > l.max {
-			return nil, fmt.Errorf("reading a JSON-RPC message: a line is longer than %d bytes", l.max)
-		}
-		if err == bufio.ErrBufferFull {
-			l.line = append(l.line, chunk...)
-			continue
-		}
-		if len(l.line) == 0 {
-			return chunk, err // the common case: the line is in the buffer
-		}
-		l.line = append(l.line, chunk...)
-		return l.line, err
-	}
-}
-
-func (l *lines) Close() error { return l.c.Close() }
 
 // inbound is what the read loop hands to Read: one message, or a batch, or
 // the error that ended reading.
@@ -112,9 +79,12 @@ type inbound struct {
 }
 
 type conn struct {
-	lines LineReader
-	w     io.WriteCloser
-	junk  func([]byte)
+	r    *bufio.Reader // the read loop's alone
+	line []byte        // a line longer than r's buffer, put together
+	rc   io.Closer
+	max  int
+	w    io.WriteCloser
+	junk func([]byte)
 
 	incoming chan inbound      // unbuffered: the read loop waits for Read
 	queue    []jsonrpc.Message // the rest of a batch; Read's alone
@@ -139,11 +109,14 @@ type batch struct {
 
 func (c *conn) readLoop() {
 	for {
-		line, err := c.lines.ReadLine()
+		line, err := c.readLine()
 		var in inbound
-		if t := bytes.TrimSpace(line); len(t) > 0 {
-			in = decodeLine(t)
-			if c.junk != nil && (t[0] != '{' && t[0] != '[' || errors.As(in.err, new(*json.SyntaxError))) {
+		switch t := bytes.TrimSpace(line); {
+		case len(t) == 0:
+		case c.junk != nil && t[0] != '{' && t[0] != '[':
+			c.junk(t)
+		default:
+			if in = decodeLine(t); c.junk != nil && errors.As(in.err, new(*json.SyntaxError)) {
 				c.junk(t)
 				in = inbound{}
 			}
@@ -157,6 +130,39 @@ func (c *conn) readLoop() {
 			c.deliver(inbound{err: err})
 			return
 		}
+	}
+}
+
+// readLine reads one line. The slice is valid until the next call. A line
+// longer than c.max is an error, or with Junk set its head goes to Junk and
+// the line is skipped.
+func (c *conn) readLine() ([]byte, error) {
+	c.line = c.line[:0]
+	tooLong := false
+	for {
+		chunk, err := c.r.ReadSlice('\n')
+		if err != bufio.ErrBufferFull && len(c.line) == 0 && !tooLong && len(chunk) <= c.max {
+			return chunk, err // the common case: the line is in the buffer
+		}
+		if !tooLong && len(c.line)+len(chunk) > c.max {
+			if c.junk == nil {
+				return nil, fmt.Errorf("reading a JSON-RPC message: a line is longer than %d bytes", c.max)
+			}
+			head := append(c.line, chunk...)
+			c.junk(fmt.Appendf(nil, "(a line longer than %d bytes, dropped) %.200s", c.max, head))
+			c.line, tooLong = c.line[:0], true
+		}
+		if !tooLong {
+			c.line = append(c.line, chunk...)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if tooLong && err == nil {
+			c.line, tooLong = c.line[:0], false
+			continue // the next line
+		}
+		return c.line, err
 	}
 }
 
@@ -301,12 +307,12 @@ func encodeBatch(resps []*jsonrpc.Response) ([]byte, error) {
 	return append(buf, ']'), nil
 }
 
-// Close implements mcp.Connection: it closes the lines and the writer and
+// Close implements mcp.Connection: it closes the reader and the writer and
 // ends a waiting Read with io.EOF. It is idempotent.
 func (c *conn) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.closed)
-		c.closeErr = errors.Join(c.lines.Close(), c.w.Close())
+		c.closeErr = errors.Join(c.rc.Close(), c.w.Close())
 	})
 	return c.closeErr
 }

@@ -130,9 +130,9 @@ func TestSessionWithGoSDKPeers(t *testing.T) {
 			cIn, cOut, sIn, sOut := pipes(t)
 			var ct, st mcp.Transport = &mcp.IOTransport{Reader: cIn, Writer: cOut}, &mcp.IOTransport{Reader: sIn, Writer: sOut}
 			if side == "client" {
-				ct = &Transport{Lines: NewLines(cIn, 1<<20), Writer: cOut}
+				ct = &Transport{Reader: cIn, Writer: cOut}
 			} else {
-				st = &Transport{Lines: NewLines(sIn, 1<<20), Writer: sOut}
+				st = &Transport{Reader: sIn, Writer: sOut}
 			}
 			ss, err := newServer().Connect(ctx, st, nil)
 			if err != nil {
@@ -164,7 +164,7 @@ func TestSessionWithGoSDKPeers(t *testing.T) {
 func rawConn(t *testing.T, junk func([]byte)) (mcp.Connection, *os.File, *bufio.Reader) {
 	t.Helper()
 	in, out, drain, feed := pipes(t)
-	c, err := (&Transport{Lines: NewLines(in, 1<<10), Writer: out, Junk: junk}).Connect(context.Background())
+	c, err := (&Transport{Reader: in, Writer: out, MaxLine: 1 << 10, Junk: junk}).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,18 +220,19 @@ func TestBatch(t *testing.T) {
 	}
 }
 
-// TestJunkLines: with Junk set, a line that is not a JSON object or array
-// is handed to it and skipped; without, it ends the connection with an
+// TestJunkLines: with Junk set, a line that is not a JSON object or array,
+// or is too long (its head), is handed to it and skipped; without, it ends the connection with an
 // error, as do a message that is not JSON-RPC 2.0 and a line over the bound.
 func TestJunkLines(t *testing.T) {
 	var junk []string
 	c, feed, _ := rawConn(t, func(l []byte) { junk = append(junk, string(l)) })
-	io.WriteString(feed, "server starting\n42\n{not json\n\n  \r\n"+`{"jsonrpc":"2.0","id":7,"result":{}}`+"\r\n")
+	long := `{"jsonrpc":"2.0","id":6,"result":"` + strings.Repeat("x", 100<<10) + `"}` // over MaxLine and the reader's buffer
+	io.WriteString(feed, "server starting\n42\n{not json\n\n  \r\n"+long+"\n"+`{"jsonrpc":"2.0","id":7,"result":{}}`+"\r\n")
 	resp := read(t, c).(*jsonrpc.Response)
 	if resp.ID.Raw() != int64(7) || string(resp.Result) != "{}" || resp.Error != nil {
 		t.Errorf("read %+v", resp)
 	}
-	if want := []string{"server starting", "42", "{not json"}; !reflect.DeepEqual(junk, want) {
+	if want := []string{"server starting", "42", "{not json", "(a line longer than 1024 bytes, dropped) " + long[:200]}; !reflect.DeepEqual(junk, want) {
 		t.Errorf("junk = %q, want %q", junk, want)
 	}
 	for _, tc := range []struct{ line, want string }{
