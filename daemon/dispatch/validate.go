@@ -11,6 +11,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	fastjson "github.com/segmentio/encoding/json"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
@@ -83,6 +84,26 @@ func compileSchema(name string, schema json.RawMessage) *compiled {
 	return &compiled{sch: sch}
 }
 
+// decodeInput decodes a call's input for validation as
+// jsonschema.UnmarshalJSON does (numbers as json.Number, one value, nothing
+// after it). A small input (at most fastBrackets arrays and objects) is
+// decoded by a decoder that takes half the time of encoding/json's and
+// gives the same values (FuzzDecodeInput); it is not used on more, as its
+// time grows with the square of the nesting depth (2.5 s at 10,000). An
+// input it refuses is decoded again by jsonschema's own, for its error.
+func decodeInput(input []byte) (any, error) {
+	if bytes.Count(input, []byte{'['})+bytes.Count(input, []byte{'{'}) <= fastBrackets {
+		var doc any
+		if rest, err := fastjson.Parse(input, &doc, fastjson.UseNumber); err == nil && len(bytes.TrimLeft(rest, " \t\r\n")) == 0 {
+			return doc, nil
+		}
+	}
+	return jsonschema.UnmarshalJSON(bytes.NewReader(input))
+}
+
+// fastBrackets bounds the brackets of an input decodeInput decodes fast.
+const fastBrackets = 32
+
 // toolUseError wraps a message for the model the way reference.md section 2 does.
 func toolUseError(msg string) string {
 	return "<tool_use_error>" + msg + "</tool_use_error>"
@@ -94,7 +115,7 @@ func (d *Dispatcher) checkInput(t tool.Tool, name string, input json.RawMessage)
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(input))
+	doc, err := decodeInput(input)
 	if err != nil {
 		return nil, toolUseError(fmt.Sprintf("InputValidationError: the input of %s is not valid JSON: %v. Send a JSON object.", name, err))
 	}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	fastjson "github.com/segmentio/encoding/json"
+
 	"github.com/tackle-agent/tackle/daemon/event"
 	"github.com/tackle-agent/tackle/daemon/tool"
 )
@@ -448,7 +450,7 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 	type chunk struct {
 		first, last uint64
 		buf         *bytes.Buffer
-		enc         *json.Encoder
+		enc         *fastjson.Encoder
 	}
 	spare := w.spare
 	w.spare = w.spare[:0]
@@ -499,7 +501,7 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			}
 			if c == nil || e.Seq != c.last+1 {
 				c = &chunk{first: e.Seq, buf: newBuf()}
-				c.enc = json.NewEncoder(c.buf)
+				c.enc = fastjson.NewEncoder(c.buf)
 				c.buf.WriteByte('[')
 				chunks[e.SessionID] = c
 				order = append(order, c)
@@ -544,7 +546,7 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 	}
 	for _, k := range fileOrder {
 		f := files[k]
-		b, err := json.Marshal(f)
+		b, err := fastjson.Marshal(f)
 		if err != nil {
 			return fmt.Errorf("encoding read-state of %q: %w", f.Path, err)
 		}
