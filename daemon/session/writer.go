@@ -55,10 +55,10 @@ const (
 // (see durable) before publishing it; since the queue is FIFO, every earlier
 // write of any session is committed by then too. Everything else (call
 // states, progress, results, turn markers, permission prompts) is published
-// at once and lingers up to 5 ms to share a commit: a commit of a small
-// call's events costs ~350 µs of CPU here, most of it fixed (the WAL frames
-// of the pages it touches), which would otherwise be most of the cost of a
-// small tool call. At one small call every ~0.5 ms, 5 ms makes ~8 calls a
+// at once and lingers up to 5 ms to share a commit: a commit of one small
+// call's writes costs ~250 µs of CPU here, ~190 of it the commit's own (the
+// WAL frames of the pages it touches; store.BenchmarkBatchWrite), which
+// would otherwise be half the cost of a small tool call. At one small call every ~0.5 ms, 5 ms makes ~8 calls a
 // commit where 2 ms made ~4 (about 8 % of a Read's CPU in alternating runs).
 // A SIGKILL therefore loses at most the last 5 ms of the log, never anything
 // older, and a graceful stop loses nothing (Manager.Close flushes); readers
