@@ -146,6 +146,12 @@ ALTER TABLE event_chunks_rowid RENAME TO event_chunks;
 CREATE UNIQUE INDEX event_chunks_key ON event_chunks (session_id, first_seq);
 CREATE INDEX event_chunks_last_seq ON event_chunks (session_id, last_seq);
 `,
+	// 9: no index on last_seq: chunks hold disjoint runs of seq in order,
+	// so the key finds the chunk that holds a seq, or the last one; the
+	// index was a page more in every commit of the log (~10 % of it).
+	`
+DROP INDEX event_chunks_last_seq;
+`,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -58,7 +58,7 @@ type AgentLink struct {
 }
 
 const sessionColumns = `id, cwd, current_dir, additional_dirs, permission_mode, env, todos, created_at, updated_at, is_default_for_cwd, mcp_config, agent,
-	(SELECT COALESCE(MAX(last_seq), 0) FROM event_chunks WHERE session_id = sessions.id),
+	COALESCE((SELECT last_seq FROM event_chunks WHERE session_id = sessions.id ORDER BY first_seq DESC LIMIT 1), 0),
 	(SELECT COUNT(*) FROM read_state WHERE session_id = sessions.id)`
 
 type rowScanner interface{ Scan(dest ...any) error }
@@ -274,6 +274,21 @@ func openTurnWrite(e *event.Event) (string, []any) {
 
 const insertChunk = `INSERT INTO event_chunks (session_id, first_seq, last_seq, json) VALUES (?, ?, ?, ?)`
 
+// eventsFromQuery selects the chunks of session ?1 that hold events with seq >=
+// ?2, in order. A session's chunks hold disjoint runs of seq in order: the
+// rows wanted start at the chunk that holds ?2, if one does (the last that
+// starts at or before it), else at the first that starts after it. The key
+// (session_id, first_seq) finds both and gives the rows in order with no
+// sort, which would read them all first.
+const eventsFromQuery = `SELECT json FROM event_chunks WHERE session_id = ?1 AND first_seq >= COALESCE(
+	(SELECT CASE WHEN last_seq >= ?2 THEN first_seq ELSE ?2 END FROM event_chunks
+		WHERE session_id = ?1 AND first_seq <= ?2 ORDER BY first_seq DESC LIMIT 1), ?2)
+	ORDER BY first_seq`
+
+// lastSeqQuery selects the highest stored seq of session ?1 (0 if none): the
+// last_seq of its last chunk.
+const lastSeqQuery = `SELECT COALESCE((SELECT last_seq FROM event_chunks WHERE session_id = ?1 ORDER BY first_seq DESC LIMIT 1), 0)`
+
 // Events returns the stored events of a session with seq >= fromSeq, in order.
 func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([]*event.Event, error) {
 	out, _, err := s.EventsPage(ctx, sessionID, fromSeq, 0)
@@ -285,10 +300,7 @@ func (s *Store) Events(ctx context.Context, sessionID string, fromSeq uint64) ([
 // and at least one; more reports that rows were left unread. A replay
 // pages through a long log so, holding one page in memory at a time.
 func (s *Store) EventsPage(ctx context.Context, sessionID string, fromSeq uint64, maxBytes int) (out []*event.Event, more bool, err error) {
-	// A session's chunks hold disjoint runs of seq in order, so last_seq
-	// orders them as first_seq does, and the last_seq index gives the rows
-	// in that order with no sort (which would read them all first).
-	rows, err := s.db.QueryContext(ctx, `SELECT json FROM event_chunks WHERE session_id = ? AND last_seq >= ? ORDER BY last_seq`, sessionID, int64(fromSeq))
+	rows, err := s.db.QueryContext(ctx, eventsFromQuery, sessionID, int64(fromSeq))
 	if err != nil {
 		return nil, false, s.explain("reading events from", err)
 	}
@@ -322,7 +334,7 @@ func (s *Store) EventsPage(ctx context.Context, sessionID string, fromSeq uint64
 // LastSeq returns the highest stored sequence number of a session (0 if none).
 func (s *Store) LastSeq(ctx context.Context, sessionID string) (uint64, error) {
 	var n int64
-	if err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(last_seq), 0) FROM event_chunks WHERE session_id = ?`, sessionID).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, lastSeqQuery, sessionID).Scan(&n); err != nil {
 		return 0, s.explain("reading events from", err)
 	}
 	return uint64(n), nil
