@@ -26,6 +26,7 @@ var layers = []struct {
 	{"internal/sibling", 0},   // stdlib only: finding tackle's other programs next to this one
 	{"internal/yamlbound", 0}, // go-yaml's syntax tree only: what a YAML document expands to
 	{"internal/workers", 0},   // stdlib only: goroutines kept between the functions they run
+	{"internal/procs", 0},     // stdlib only: GOMAXPROCS from what the process is doing
 	{"internal/mcpstdio", 0},  // the go-sdk's jsonrpc and mcp types only: MCP's stdio transport, for tackled and mcp serve
 	{"daemon/event", 1}, {"daemon/socket", 1}, {"daemon/config", 1}, {"daemon/model", 1},
 	{"daemon/proc", 1}, // stdlib and x/sys only: starts, records and reaps the daemon's child processes

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/procs"
 )
 
 // call is one tool call in flight: a RunBatch of one call on the link.
@@ -60,6 +61,8 @@ func newID(prefix string) string {
 // and ctx's error returned; an error is returned too when the daemon cannot
 // be reached or goes away.
 func (b *bridge) runCall(ctx context.Context, ss *mcp.ServerSession, name, served, input string, token any, mcpTool bool) (*tacklev1.ToolResult, error) {
+	// Two calls at once widen the process from one P (internal/procs).
+	defer procs.Busy()()
 	l, err := b.ensureLink(ctx, ss)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/hook"
 	"github.com/tackle-agent/tackle/daemon/permission"
 	"github.com/tackle-agent/tackle/daemon/tool"
+	"github.com/tackle-agent/tackle/internal/procs"
 	"github.com/tackle-agent/tackle/internal/workers"
 )
 
@@ -343,6 +344,9 @@ func (d *Dispatcher) RunTurn(ctx context.Context, s Session, t Turn) []*event.Re
 		// next batch), but once for all the calls of the turn.
 		t.rules = sync.OnceValue(func() *permission.Rules { return d.opts.Rules(s) })
 	}
+	// Two turns at once (clients, sessions, a sub-agent's) widen the
+	// process from one P (internal/procs).
+	defer procs.Busy()()
 	tr := d.startTurn(ctx, s.ID(), &t)
 	defer d.endTurn(tr)
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -360,6 +361,11 @@ func (wr *writer) loop() {
 				select {
 				case <-wr.wake:
 				case <-timer.C:
+					// The linger is over: let the goroutines that
+					// are ready run first. On one P (internal/procs)
+					// the commit would otherwise run before a
+					// client's events that wait in the run queue.
+					runtime.Gosched()
 				}
 				continue
 			}

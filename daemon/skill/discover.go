@@ -7,7 +7,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tackle-agent/tackle/daemon/config"
+	"github.com/tackle-agent/tackle/internal/procs"
 	"github.com/tackle-agent/tackle/internal/safefile"
 )
 
@@ -596,13 +596,14 @@ func (c *Catalog) parseAll(cands []candidate) {
 	if len(todo) == 0 {
 		return
 	}
-	workers := min(runtime.GOMAXPROCS(0), (len(todo)+15)/16)
+	workers := min(procs.Width(), (len(todo)+15)/16)
 	if workers <= 1 {
 		for _, i := range todo {
 			c.parseOne(&cands[i])
 		}
 		return
 	}
+	defer procs.Wide()()
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range workers {

@@ -18,6 +18,7 @@ import (
 	"github.com/tackle-agent/tackle/clients/client"
 	"github.com/tackle-agent/tackle/clients/mcpserve"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/procs"
 )
 
 // Command is `tackle mcp`: the MCP servers the daemon connects to.
@@ -94,6 +95,10 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			// One P while one call is in flight, all of them while
+			// several are (internal/procs): a call is a chain of
+			// goroutines handing over to each other.
+			defer procs.Govern()()
 			return srv.Serve(cmd.Context(), a.Stdin, a.Stdout)
 		}),
 	}

@@ -24,6 +24,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/tackle-agent/tackle/daemon/proc"
 	"github.com/tackle-agent/tackle/daemon/socket"
 	"github.com/tackle-agent/tackle/daemon/store"
+	"github.com/tackle-agent/tackle/internal/procs"
 )
 
 // Version is the daemon's version, set at link time with
@@ -62,6 +64,7 @@ func run(args []string, stderr io.Writer) int {
 	logLevel := fl.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	showVersion := fl.Bool("version", false, "print the version and build id, then exit")
 	cpuProfile := fl.String("cpuprofile", "", "write a CPU profile to this file until the daemon stops (for measuring)")
+	traceFile := fl.String("trace", "", "write an execution trace (go tool trace) to this file until the daemon stops (for measuring)")
 	memProfile := fl.String("memprofile", "", "write a heap profile (after a GC) to this file when the daemon stops (for measuring)")
 	warmShells := fl.Bool("warm-shells", os.Getenv("TACKLE_WARM_SHELLS") != "0",
 		"start a session's next bash ahead of its command (env TACKLE_WARM_SHELLS=0 turns it off)")
@@ -102,6 +105,20 @@ func run(args []string, stderr io.Writer) int {
 			f.Close()
 		}()
 	}
+	if *traceFile != "" {
+		f, err := os.OpenFile(*traceFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err == nil {
+			err = trace.Start(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tackled: starting the execution trace: %v\n", err)
+			return 2
+		}
+		defer func() {
+			trace.Stop()
+			f.Close()
+		}()
+	}
 	if *memProfile != "" {
 		defer func() {
 			f, err := os.OpenFile(*memProfile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
@@ -116,6 +133,9 @@ func run(args []string, stderr io.Writer) int {
 			}
 		}()
 	}
+	// One P while the daemon does one thing at a time, all of them while
+	// it does several (internal/procs).
+	defer procs.Govern()()
 	if *permTimeout <= 0 {
 		fmt.Fprintln(stderr, "tackled: --permission-timeout must be a positive number of seconds")
 		return 2

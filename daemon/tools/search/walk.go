@@ -3,10 +3,11 @@ package search
 import (
 	"context"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	"github.com/tackle-agent/tackle/internal/procs"
 )
 
 // vcsDirs are never searched or listed, at any depth.
@@ -93,6 +94,11 @@ func walk(ctx context.Context, cfg walkConfig, visit func(worker int, f *walkFil
 	if cfg.guard.deniesPath(cfg.root) {
 		return 0, nil
 	}
+	if cfg.workers > 1 {
+		// The process may be running on one P (internal/procs): the
+		// walkers want them all.
+		defer procs.Wide()()
+	}
 	w := &walker{cfg: cfg, visit: visit}
 	w.cond = sync.NewCond(&w.mu)
 	var node *ignoreNode
@@ -113,7 +119,7 @@ func walk(ctx context.Context, cfg walkConfig, visit func(worker int, f *walkFil
 }
 
 func defaultWorkers() int {
-	n := runtime.GOMAXPROCS(0)
+	n := procs.Width()
 	if n < 2 {
 		n = 2
 	}
