@@ -142,9 +142,9 @@ func readImportFlag(path string, st stamp) (*bool, bool) {
 }
 
 // dirsLocked returns the directories ~/.claude.json trusts (re-read when
-// its stat changed).
-func (ct *claudeTrust) dirsLocked() map[string]bool {
-	st := statFile(ct.claudeJSON)
+// its stat changed), with the stats of memo (nil: none).
+func (ct *claudeTrust) dirsLocked(memo *statMemo) map[string]bool {
+	st := memo.stat(ct.claudeJSON)
 	if ct.jsonRead && st == ct.json {
 		return ct.dirs
 	}
@@ -204,7 +204,7 @@ func (t *Trust) claudeLocked(c string, memo *statMemo) string {
 	if ct == nil || !ct.enabledLocked(memo) {
 		return ""
 	}
-	dirs := ct.dirsLocked()
+	dirs := ct.dirsLocked(memo)
 	if len(dirs) == 0 {
 		return ""
 	}
@@ -237,7 +237,7 @@ func (t *Trust) claudeListLocked() ([]string, error) {
 	if ct == nil || !ct.enabledLocked(nil) {
 		return nil, nil
 	}
-	ct.dirsLocked()
+	ct.dirsLocked(nil)
 	if ct.err != nil {
 		return nil, ct.err
 	}

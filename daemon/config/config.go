@@ -319,7 +319,7 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	for _, s := range srcs {
 		l.refreshLockedWith(s.Path, memo)
 	}
-	reg, regDirs := l.refreshPluginRegistryLocked()
+	reg, regDirs := l.refreshPluginRegistryLocked(memo)
 	newDirs = regDirs || newDirs
 	mcpPath := ""
 	if !ts.trusted && projectDir != "" {
@@ -329,7 +329,7 @@ func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 		if l.files[mcpPath] == nil {
 			l.files[mcpPath] = &fileEntry{rawOnly: true}
 		}
-		l.refreshLocked(mcpPath)
+		l.refreshLockedWith(mcpPath, memo)
 	}
 	var problems []Problem
 	for _, s := range srcs {
@@ -456,9 +456,12 @@ func sameProblem(a, b *Problem) bool {
 }
 
 // statMemo holds the stats of one Load, so that a file two of its readers
-// look at (the trust store and the loader) is statted once. A nil
-// *statMemo stats every time. It is not safe for concurrent use.
+// look at (the trust store and the loader) is statted once, and asks the
+// gate for them: its first stat syncs the gate, so every change made
+// before that is seen. A nil *statMemo stats every time. It is not safe
+// for concurrent use.
 type statMemo struct {
+	synced bool
 	paths  []string
 	stamps []stamp
 	// The first stats of a Load are kept here (a Load stats about a
@@ -477,7 +480,12 @@ func (m *statMemo) stat(path string) stamp {
 			return m.stamps[i]
 		}
 	}
-	st := statFile(path)
+	g := gate()
+	if !m.synced {
+		g.sync()
+		m.synced = true
+	}
+	st := g.stat(path)
 	if m.paths == nil {
 		m.paths, m.stamps = m.pathBuf[:0], m.stampBuf[:0]
 	}

@@ -180,8 +180,8 @@ func PluginsRoot(home string) string {
 // refreshPluginRegistryLocked reads installed_plugins.json and
 // known_marketplaces.json through the file cache (watched like settings
 // files: installing a plugin is a settings change) and reports whether a
-// new directory is to be watched.
-func (l *Loader) refreshPluginRegistryLocked() (*pluginRegistry, bool) {
+// new directory is to be watched; memo is Load's stats (nil: none).
+func (l *Loader) refreshPluginRegistryLocked(memo *statMemo) (*pluginRegistry, bool) {
 	r := &pluginRegistry{root: l.opts.PluginsDir}
 	if r.root == "" {
 		return r, false
@@ -195,7 +195,7 @@ func (l *Loader) refreshPluginRegistryLocked() (*pluginRegistry, bool) {
 			e = &fileEntry{rawOnly: true}
 			l.files[p] = e
 		}
-		l.refreshLocked(p)
+		l.refreshLockedWith(p, memo)
 		if e.good == nil || e.empty {
 			return nil, e.problem == nil && e.stamp.exists, e.problem
 		}

@@ -80,9 +80,10 @@ func canonical(dir string) (string, error) {
 	return filepath.Clean(abs), nil
 }
 
-// refreshLocked re-reads the file when its stat changed.
-func (t *Trust) refreshLocked() {
-	st := statFile(t.path)
+// refreshLocked re-reads the file when its stat changed, with the stats of
+// memo (nil: none).
+func (t *Trust) refreshLocked(memo *statMemo) {
+	st := memo.stat(t.path)
 	if t.loaded && st == t.stamp {
 		return
 	}
@@ -182,7 +183,7 @@ func (t *Trust) lookupWith(dir string, memo *statMemo) (by, source string, bypas
 		}
 		t.canon[dir] = c
 	}
-	t.refreshLocked()
+	t.refreshLocked(memo)
 	best := ""
 	for _, d := range t.dirs.trusted {
 		if within(c, d) && len(d) > len(best) {
@@ -234,7 +235,7 @@ type TrustEntry struct {
 func (t *Trust) Entries() ([]TrustEntry, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.refreshLocked()
+	t.refreshLocked(nil)
 	if t.err != nil {
 		return nil, t.err
 	}
@@ -262,7 +263,7 @@ func (t *Trust) Entries() ([]TrustEntry, error) {
 func (t *Trust) List() ([]string, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.refreshLocked()
+	t.refreshLocked(nil)
 	if t.err != nil {
 		return nil, t.err
 	}
