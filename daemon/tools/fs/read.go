@@ -121,7 +121,7 @@ func (t *Read) Run(ctx context.Context, call *tool.Call, _ tool.Progress) (*tool
 	}
 	r := &reader{opts: t.opts, path: p, real: realPathOf(call, p, fi), file: f, info: fi, hash: sha256.New()}
 	r.br = readBufs.Get().(*bufio.Reader)
-	r.br.Reset(io.TeeReader(&stickyEOF{r: ctxReader{ctx, f}}, r.hash))
+	r.br.Reset(io.TeeReader(&stickyEOF{r: ctxReader{ctx, f}, size: fi.Size()}, r.hash))
 	defer func() {
 		r.br.Reset(nil)
 		readBufs.Put(r.br)
@@ -156,17 +156,23 @@ func openRead(p string) (*os.File, error) {
 
 // stickyEOF is a reader that, once its reader said io.EOF, says it again
 // without asking: bufio asks again after every EOF it returned, which
-// for a small file meant two more read system calls per Read.
+// for a small file meant two more read system calls per Read. It also says
+// io.EOF without asking once size bytes (the file's size when it was
+// opened; 0 when unknown, as for /proc files, which are read to their end)
+// came: a small file is one read, not a read and an empty one. A file
+// appended to after it was opened reads as it was then.
 type stickyEOF struct {
-	r   io.Reader
-	eof bool
+	r         io.Reader
+	eof       bool
+	size, got int64
 }
 
 func (s *stickyEOF) Read(p []byte) (int, error) {
-	if s.eof {
+	if s.eof || (s.size > 0 && s.got >= s.size) {
 		return 0, io.EOF
 	}
 	n, err := s.r.Read(p)
+	s.got += int64(n)
 	s.eof = err == io.EOF
 	return n, err
 }

@@ -369,3 +369,20 @@ func BenchmarkRead(b *testing.B) {
 		res.Modifier(env)
 	}
 }
+
+// TestReadSizeless reads a file whose stat gives no size (/proc): a file
+// read whole in one read when its size is known is not cut short when the
+// size is 0.
+func TestReadSizeless(t *testing.T) {
+	env := tooltest.New(t)
+	fi, err := os.Stat("/proc/self/status")
+	if err != nil || fi.Size() != 0 {
+		t.Fatalf("/proc/self/status: %v, size %d (want a sizeless file)", err, fi.Size())
+	}
+	out := mustOK(t, call(t, toolMap(nil), env, "Read", map[string]any{"file_path": "/proc/self/status"})).Text()
+	for _, want := range []string{"Name:", "Pid:", "VmRSS:"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("Read of /proc/self/status lacks %q:\n%s", want, out)
+		}
+	}
+}
