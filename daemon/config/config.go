@@ -300,7 +300,11 @@ func (l *Loader) Sources(projectDir string) []Source {
 func (l *Loader) Load(projectDir string) (*Settings, []Problem) {
 	// The trust store reads the user and managed settings files too (for
 	// trust.importClaude): one stat of each serves both.
-	memo := &statMemo{}
+	memo := memos.Get().(*statMemo)
+	defer func() {
+		*memo = statMemo{}
+		memos.Put(memo)
+	}()
 	var ts trustState
 	if l.opts.Trust != nil && projectDir != "" {
 		by, _, bypass := l.opts.Trust.lookupWith(projectDir, memo)
@@ -469,6 +473,10 @@ type statMemo struct {
 	pathBuf  [16]string
 	stampBuf [16]stamp
 }
+
+// memos are Load's statMemos, reused (one is about 1 KB, and Load runs at
+// every turn); nothing keeps one past its Load.
+var memos = sync.Pool{New: func() any { return new(statMemo) }}
 
 // stat returns the stamp of path, statting it the first time.
 func (m *statMemo) stat(path string) stamp {

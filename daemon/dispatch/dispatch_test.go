@@ -168,7 +168,7 @@ func TestValidation(t *testing.T) {
 			}
 		})
 	}
-	if n := len(e.d.schemas.m); n != 1 {
+	if n := e.d.schemas.n; n != 1 {
 		t.Errorf("%d compiled schemas cached, want 1 (compiled once)", n)
 	}
 }

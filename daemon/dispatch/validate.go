@@ -19,17 +19,24 @@ import (
 )
 
 // schemaCache compiles each tool's input schema once. It is keyed by tool
-// name and schema bytes, so a tool whose schema changes (an MCP server's
-// tools/list_changed) gets a fresh compile.
+// name, then by the schema's bytes, so a tool whose schema changes (an MCP
+// server's tools/list_changed) gets a fresh compile. A lookup hashes the
+// name and compares the schema: no key is built on the call's path.
 type schemaCache struct {
-	mu sync.RWMutex // guards m
-	m  map[string]*compiled
+	mu sync.RWMutex // guards m and n
+	m  map[string][]*compiled
+	n  int // compiled schemas held
 }
 
 type compiled struct {
-	sch *jsonschema.Schema
-	err error // the schema itself does not compile
+	schema []byte // the bytes it was compiled from
+	sch    *jsonschema.Schema
+	err    error // the schema itself does not compile
 }
+
+// maxSchemasPerName bounds the versions of one tool's schema kept (two
+// sessions' servers may name a tool alike); past it the oldest goes.
+const maxSchemasPerName = 4
 
 // maxCachedSchemas bounds the cache; past it the cache starts over.
 const maxCachedSchemas = 4096
@@ -45,25 +52,39 @@ func (noLoader) Load(u string) (any, error) {
 }
 
 func (c *schemaCache) get(name string, schema json.RawMessage) *compiled {
-	key := name + "\x00" + string(schema)
 	c.mu.RLock()
-	e := c.m[key]
+	e := find(c.m[name], schema)
 	c.mu.RUnlock()
 	if e != nil {
 		return e
 	}
 	e = compileSchema(name, schema)
+	e.schema = bytes.Clone(schema)
 	c.mu.Lock()
-	if c.m == nil || len(c.m) >= maxCachedSchemas {
-		c.m = map[string]*compiled{}
+	defer c.mu.Unlock()
+	if old := find(c.m[name], schema); old != nil {
+		return old
 	}
-	if old := c.m[key]; old != nil {
-		e = old
-	} else {
-		c.m[key] = e
+	if c.m == nil || c.n >= maxCachedSchemas {
+		c.m, c.n = map[string][]*compiled{}, 0
 	}
-	c.mu.Unlock()
+	versions := c.m[name]
+	if len(versions) >= maxSchemasPerName {
+		versions = versions[1:]
+		c.n--
+	}
+	c.m[name] = append(versions, e)
+	c.n++
 	return e
+}
+
+func find(versions []*compiled, schema []byte) *compiled {
+	for _, e := range versions {
+		if bytes.Equal(e.schema, schema) {
+			return e
+		}
+	}
+	return nil
 }
 
 func compileSchema(name string, schema json.RawMessage) *compiled {

@@ -478,7 +478,11 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		return err
 	}
 	sess, log := a.sess, a.log
-	log.Debug("running batch", "session", sess.ID(), "turn", turn.ID, "calls", len(calls))
+	// hclog builds a line's arguments before it looks at the level: on
+	// every batch's path, ask first.
+	if log.IsDebug() {
+		log.Debug("running batch", "session", sess.ID(), "turn", turn.ID, "calls", len(calls))
+	}
 	a.srv.turnWorkers.Go(func() {
 		defer a.srv.turns.Done()
 		// The settings are read at every turn, so an edited settings file
@@ -490,7 +494,9 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		turn.PermissionMode = ""
 		turn.ResolveMode = func() string { return a.srv.turnMode(sess, turn.ID, override) }
 		results := a.srv.disp.RunTurn(a.srv.turnCtx, sess, turn)
-		log.Debug("batch done", "session", sess.ID(), "turn", turn.ID, "results", len(results))
+		if log.IsDebug() {
+			log.Debug("batch done", "session", sess.ID(), "turn", turn.ID, "results", len(results))
+		}
 	})
 	return nil
 }

@@ -70,7 +70,9 @@ func (c *callService) Call(req *tacklev1.CallRequest, stream tacklev1.CallServic
 	if !s.startTurn() {
 		return toStatus(codedf(codes.Unavailable, "tackled is shutting down: call again once it is back"))
 	}
-	s.log.Debug("running call", "session", sess.ID(), "turn", turn.ID, "tool", req.GetName(), "client", clientID)
+	if s.log.IsDebug() { // see runBatch
+		s.log.Debug("running call", "session", sess.ID(), "turn", turn.ID, "tool", req.GetName(), "client", clientID)
+	}
 	done := make(chan struct{})
 	go func() {
 		defer s.turns.Done()
