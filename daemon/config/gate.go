@@ -76,12 +76,9 @@ func newStatGate() *statGate {
 // sync drops the stamps of the paths the changes queued since the last
 // sync concern: one read when nothing changed.
 func (g *statGate) sync() {
-	if g == nil || g.fd < 0 {
-		return
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for {
+	for g.fd >= 0 {
 		n, err := unix.Read(g.fd, g.buf)
 		if err == unix.EINTR {
 			continue
@@ -152,9 +149,6 @@ func (g *statGate) offLocked() {
 // stat returns path's stamp: from memory when the path is gated and no
 // change concerning it was synced since, else from the file system.
 func (g *statGate) stat(path string) stamp {
-	if g == nil || g.fd < 0 {
-		return statFile(path)
-	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if st, ok := g.entries[path]; ok {
