@@ -244,17 +244,28 @@ func benchCallProcessReady(b *testing.B, setup func(root string) (name, input, m
 			b.Fatal(err)
 		}
 	}
+	// The client takes event batches, as tackle's own clients do
+	// (clients/client.Stream): recv returns their events one by one.
+	var batched []*tacklev1.Event
 	recv := func() *tacklev1.ServerMessage {
-		m, err := st.Recv()
-		if err != nil {
-			b.Fatal(err)
+		for len(batched) == 0 {
+			m, err := st.Recv()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if e := m.GetError(); e != nil {
+				b.Fatalf("stream error: %v", e)
+			}
+			if m.GetEvents() == nil {
+				return m
+			}
+			batched = m.GetEvents().GetEvents()
 		}
-		if e := m.GetError(); e != nil {
-			b.Fatalf("stream error: %v", e)
-		}
-		return m
+		e := batched[0]
+		batched = batched[1:]
+		return &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: e}}
 	}
-	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "bench", Role: tacklev1.Role_ROLE_CONTROLLER}}})
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "bench", Role: tacklev1.Role_ROLE_CONTROLLER, EventBatches: true}}})
 	recv() // welcome
 	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, LiveOnly: true}}})
 	recv() // snapshot

@@ -19,6 +19,9 @@ type Stream struct {
 	cancel  context.CancelFunc
 	stream  grpc.BidiStreamingClient[tacklev1.ClientMessage, tacklev1.ServerMessage]
 	welcome *tacklev1.Welcome
+	// batched holds the events of an EventBatch that Recv has yet to
+	// return, in order.
+	batched []*tacklev1.Event
 
 	// sendMu serialises Send (gRPC allows one sender at a time).
 	sendMu sync.Mutex
@@ -35,7 +38,7 @@ func (c *Client) Attach(ctx context.Context, role tacklev1.Role) (*Stream, error
 		return nil, fmt.Errorf("attaching: %w", convertError(err))
 	}
 	s := &Stream{cancel: cancel, stream: st}
-	hello := &tacklev1.Hello{ProtocolVersion: ProtocolVersion, ClientName: c.name, Role: role}
+	hello := &tacklev1.Hello{ProtocolVersion: ProtocolVersion, ClientName: c.name, Role: role, EventBatches: true}
 	if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: hello}}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("saying hello: %w", err)
@@ -77,15 +80,26 @@ func (s *Stream) Send(m *tacklev1.ClientMessage) error {
 }
 
 // Recv receives one message. io.EOF means the daemon ended the stream.
+// The events of an EventBatch come one by one, each as an event message.
 func (s *Stream) Recv() (*tacklev1.ServerMessage, error) {
-	m, err := s.stream.Recv()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
+	for len(s.batched) == 0 {
+		m, err := s.stream.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil, io.EOF
+			}
+			return nil, convertError(err)
 		}
-		return nil, convertError(err)
+		b := m.GetEvents()
+		if b == nil {
+			return m, nil
+		}
+		s.batched = b.GetEvents() // an empty one (the daemon sends none) is skipped
 	}
-	return m, nil
+	e := s.batched[0]
+	s.batched[0] = nil
+	s.batched = s.batched[1:]
+	return &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: e}}, nil
 }
 
 // Subscribe attaches the stream to a session and returns its snapshot. With

@@ -47,6 +47,9 @@ type attachment struct {
 	// types are the only event types sent (Subscribe.event_types; none:
 	// all).
 	types []event.Type
+	// batches: the client takes EventBatch messages (Hello.event_batches).
+	batches bool
+	ready   []*event.Event // sendLive's, reused
 }
 
 // Attach implements TackleService: see tackle.proto. Messages are handled in
@@ -80,6 +83,7 @@ func (s *Server) Attach(stream tacklev1.TackleService_AttachServer) error {
 		stream:   stream,
 		clientID: s.newID(name + "-"),
 		role:     role,
+		batches:  hello.GetEventBatches(),
 	}
 	a.log = s.log.With("client", a.clientID)
 	s.clientsByID.put(a.clientID, peerClient(stream.Context(), name))
@@ -148,7 +152,7 @@ func (s *Server) Attach(stream tacklev1.TackleService_AttachServer) error {
 				}
 				continue
 			}
-			if err := a.sendEvent(e); err != nil {
+			if err := a.sendLive(e); err != nil {
 				return err
 			}
 		case <-s.closing:
@@ -212,23 +216,103 @@ func (a *attachment) send(m *tacklev1.ServerMessage) error {
 }
 
 func (a *attachment) sendEvent(e *event.Event) error {
+	p, _ := a.outgoing(e)
+	if p == nil {
+		return nil
+	}
+	return a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: p}})
+}
+
+// outgoing is the message of e for this client and its approximate size,
+// or nil when e is not sent: sent already (in the replay) or of a type the
+// client did not ask for.
+func (a *attachment) outgoing(e *event.Event) (*tacklev1.Event, int) {
 	if e.Seq <= a.lastSent {
-		return nil // already sent in the replay
+		return nil, 0 // already sent in the replay
 	}
 	a.lastSent = e.Seq
 	if len(a.types) > 0 && !slices.Contains(a.types, e.Type) {
-		return nil // not asked for (a replayed event: the live ones are not queued)
+		return nil, 0 // not asked for (a replayed event: the live ones are not queued)
 	}
-	if a.sess != nil && session.EventSize(e) > maxEventMessage {
+	n := session.EventSize(e)
+	if a.sess != nil && n > maxEventMessage {
 		// Stored before events were bounded: a client takes messages of
 		// at most 4 MB, so the large fields go to files.
 		e = a.sess.Bounded(e)
+		n = session.EventSize(e)
 	}
-	err := a.stream.Send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: eventToProto(e)}})
-	if err != nil {
-		return &sendError{err: err}
+	return eventToProto(e), n
+}
+
+// maxBatchEvents bounds the events of one EventBatch (with its size,
+// maxEventMessage).
+const maxBatchEvents = 128
+
+// sendEvents sends es in order: to a client that takes batches as
+// EventBatch messages of at most maxBatchEvents events and about
+// maxEventMessage bytes (an event that is larger goes alone), else one
+// message each.
+func (a *attachment) sendEvents(es []*event.Event) error {
+	if !a.batches {
+		for _, e := range es {
+			if err := a.sendEvent(e); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	return nil
+	var batch []*tacklev1.Event
+	size := 0
+	flush := func() error {
+		var m *tacklev1.ServerMessage
+		switch len(batch) {
+		case 0:
+			return nil
+		case 1:
+			m = &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: batch[0]}}
+		default:
+			m = &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Events{Events: &tacklev1.EventBatch{Events: batch}}}
+		}
+		batch, size = nil, 0
+		return a.send(m)
+	}
+	for _, e := range es {
+		p, n := a.outgoing(e)
+		if p == nil {
+			continue
+		}
+		if len(batch) > 0 && (size+n > maxEventMessage || len(batch) == maxBatchEvents) {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch, size = append(batch, p), size+n
+	}
+	return flush()
+}
+
+// sendLive sends e, a live event, with the events queued behind it: the
+// steps of a call follow each other within microseconds, and a client that
+// takes batches gets them in one message. It does not wait for more.
+func (a *attachment) sendLive(e *event.Event) error {
+	if !a.batches {
+		return a.sendEvent(e)
+	}
+	es := append(a.ready[:0], e)
+	defer func() { clear(es); a.ready = es[:0] }()
+queued:
+	for len(es) < maxBatchEvents {
+		select {
+		case e, ok := <-a.sub.C():
+			if !ok {
+				break queued // ended: the caller's next receive sees it too
+			}
+			es = append(es, e)
+		default:
+			break queued
+		}
+	}
+	return a.sendEvents(es)
 }
 
 // subscribe attaches the stream to a session, replacing any earlier
@@ -277,10 +361,8 @@ func (a *attachment) subscribe(req *tacklev1.Subscribe) error {
 		return err
 	}
 	for _, l := range [][]*event.Event{page, replay} {
-		for _, e := range l {
-			if err := a.sendEvent(e); err != nil {
-				return err
-			}
+		if err := a.sendEvents(l); err != nil {
+			return err
 		}
 	}
 	a.log.Debug("subscribed", "session", sess.ID(), "from", req.GetFromSeq(), "replayed", len(page)+len(replay))
@@ -315,10 +397,8 @@ func (a *attachment) subscribePaged(sess *session.Session, page []*event.Event) 
 	}
 	n := 0
 	for {
-		for _, e := range page {
-			if err := a.sendEvent(e); err != nil {
-				return err
-			}
+		if err := a.sendEvents(page); err != nil {
+			return err
 		}
 		n += len(page)
 		var more bool
@@ -339,10 +419,8 @@ func (a *attachment) subscribePaged(sess *session.Session, page []*event.Event) 
 		return fmt.Errorf("subscribing to session %s: %w", sess.ID(), err)
 	}
 	a.sub = sub
-	for _, e := range replay {
-		if err := a.sendEvent(e); err != nil {
-			return err
-		}
+	if err := a.sendEvents(replay); err != nil {
+		return err
 	}
 	a.log.Debug("subscribed", "session", sess.ID(), "replayed", n+len(replay), "paged", true)
 	return nil
@@ -407,7 +485,7 @@ func (a *attachment) drain() {
 			if !ok {
 				return
 			}
-			if a.sendEvent(e) != nil {
+			if a.sendLive(e) != nil {
 				return
 			}
 		default:

@@ -360,6 +360,7 @@ type ServerMessage struct {
 	//	*ServerMessage_BatchAccepted
 	//	*ServerMessage_Error
 	//	*ServerMessage_PromptAccepted
+	//	*ServerMessage_Events
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -456,6 +457,15 @@ func (x *ServerMessage) GetPromptAccepted() *PromptAccepted {
 	return nil
 }
 
+func (x *ServerMessage) GetEvents() *EventBatch {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Events); ok {
+			return x.Events
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -484,6 +494,13 @@ type ServerMessage_PromptAccepted struct {
 	PromptAccepted *PromptAccepted `protobuf:"bytes,6,opt,name=prompt_accepted,json=promptAccepted,proto3,oneof"`
 }
 
+type ServerMessage_Events struct {
+	// events are consecutive events sent together, in order, to a client
+	// that said Hello.event_batches; each is what an `event` message would
+	// have carried.
+	Events *EventBatch `protobuf:"bytes,7,opt,name=events,proto3,oneof"`
+}
+
 func (*ServerMessage_Welcome) isServerMessage_Msg() {}
 
 func (*ServerMessage_Snapshot) isServerMessage_Msg() {}
@@ -496,21 +513,74 @@ func (*ServerMessage_Error) isServerMessage_Msg() {}
 
 func (*ServerMessage_PromptAccepted) isServerMessage_Msg() {}
 
+func (*ServerMessage_Events) isServerMessage_Msg() {}
+
+// EventBatch is events of the subscribed session in seq order: those that
+// were ready together (a turn's first events, a call's result and the end
+// of its turn, a replay's page). A batch stays under 1 MB; a client that
+// does not ask for batches gets one `event` message per event.
+type EventBatch struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EventBatch) Reset() {
+	*x = EventBatch{}
+	mi := &file_tackle_v1_tackle_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EventBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EventBatch) ProtoMessage() {}
+
+func (x *EventBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_tackle_v1_tackle_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EventBatch.ProtoReflect.Descriptor instead.
+func (*EventBatch) Descriptor() ([]byte, []int) {
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *EventBatch) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
 // Hello must be the first message of a stream.
 type Hello struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// protocol_version the client speaks; the daemon refuses a major it does not know.
 	ProtocolVersion uint32 `protobuf:"varint,1,opt,name=protocol_version,json=protocolVersion,proto3" json:"protocol_version,omitempty"`
 	// client_name is for people: "tackle-cli", "nvim".
-	ClientName    string `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
-	Role          Role   `protobuf:"varint,3,opt,name=role,proto3,enum=tackle.v1.Role" json:"role,omitempty"`
+	ClientName string `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	Role       Role   `protobuf:"varint,3,opt,name=role,proto3,enum=tackle.v1.Role" json:"role,omitempty"`
+	// event_batches: the client takes ServerMessage.events (EventBatch) as
+	// well as single events. Fewer, larger messages cost less on both sides.
+	EventBatches  bool `protobuf:"varint,4,opt,name=event_batches,json=eventBatches,proto3" json:"event_batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
 	*x = Hello{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[2]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +592,7 @@ func (x *Hello) String() string {
 func (*Hello) ProtoMessage() {}
 
 func (x *Hello) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[2]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +605,7 @@ func (x *Hello) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Hello.ProtoReflect.Descriptor instead.
 func (*Hello) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{2}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Hello) GetProtocolVersion() uint32 {
@@ -559,6 +629,13 @@ func (x *Hello) GetRole() Role {
 	return Role_ROLE_UNSPECIFIED
 }
 
+func (x *Hello) GetEventBatches() bool {
+	if x != nil {
+		return x.EventBatches
+	}
+	return false
+}
+
 // Welcome answers Hello.
 type Welcome struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -574,7 +651,7 @@ type Welcome struct {
 
 func (x *Welcome) Reset() {
 	*x = Welcome{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[3]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +663,7 @@ func (x *Welcome) String() string {
 func (*Welcome) ProtoMessage() {}
 
 func (x *Welcome) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[3]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +676,7 @@ func (x *Welcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Welcome.ProtoReflect.Descriptor instead.
 func (*Welcome) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{3}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Welcome) GetProtocolVersion() uint32 {
@@ -657,7 +734,7 @@ type Subscribe struct {
 
 func (x *Subscribe) Reset() {
 	*x = Subscribe{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[4]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +746,7 @@ func (x *Subscribe) String() string {
 func (*Subscribe) ProtoMessage() {}
 
 func (x *Subscribe) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[4]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +759,7 @@ func (x *Subscribe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subscribe.ProtoReflect.Descriptor instead.
 func (*Subscribe) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{4}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Subscribe) GetSessionId() string {
@@ -726,7 +803,7 @@ type ToolCall struct {
 
 func (x *ToolCall) Reset() {
 	*x = ToolCall{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[5]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -738,7 +815,7 @@ func (x *ToolCall) String() string {
 func (*ToolCall) ProtoMessage() {}
 
 func (x *ToolCall) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[5]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -751,7 +828,7 @@ func (x *ToolCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCall.ProtoReflect.Descriptor instead.
 func (*ToolCall) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{5}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolCall) GetId() string {
@@ -793,7 +870,7 @@ type RunBatch struct {
 
 func (x *RunBatch) Reset() {
 	*x = RunBatch{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[6]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +882,7 @@ func (x *RunBatch) String() string {
 func (*RunBatch) ProtoMessage() {}
 
 func (x *RunBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[6]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -818,7 +895,7 @@ func (x *RunBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunBatch.ProtoReflect.Descriptor instead.
 func (*RunBatch) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{6}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RunBatch) GetSessionId() string {
@@ -867,7 +944,7 @@ type BatchAccepted struct {
 
 func (x *BatchAccepted) Reset() {
 	*x = BatchAccepted{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[7]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -879,7 +956,7 @@ func (x *BatchAccepted) String() string {
 func (*BatchAccepted) ProtoMessage() {}
 
 func (x *BatchAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[7]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -892,7 +969,7 @@ func (x *BatchAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchAccepted.ProtoReflect.Descriptor instead.
 func (*BatchAccepted) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{7}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *BatchAccepted) GetRef() string {
@@ -921,7 +998,7 @@ type Cancel struct {
 
 func (x *Cancel) Reset() {
 	*x = Cancel{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[8]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -933,7 +1010,7 @@ func (x *Cancel) String() string {
 func (*Cancel) ProtoMessage() {}
 
 func (x *Cancel) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[8]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -946,7 +1023,7 @@ func (x *Cancel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Cancel.ProtoReflect.Descriptor instead.
 func (*Cancel) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{8}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Cancel) GetSessionId() string {
@@ -997,7 +1074,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[9]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1086,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[9]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1099,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{9}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *PermissionAnswer) GetSessionId() string {
@@ -1084,7 +1161,7 @@ type EndTurn struct {
 
 func (x *EndTurn) Reset() {
 	*x = EndTurn{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[10]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1173,7 @@ func (x *EndTurn) String() string {
 func (*EndTurn) ProtoMessage() {}
 
 func (x *EndTurn) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[10]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1186,7 @@ func (x *EndTurn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndTurn.ProtoReflect.Descriptor instead.
 func (*EndTurn) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{10}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EndTurn) GetSessionId() string {
@@ -1136,7 +1213,7 @@ type StreamError struct {
 
 func (x *StreamError) Reset() {
 	*x = StreamError{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[11]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1148,7 +1225,7 @@ func (x *StreamError) String() string {
 func (*StreamError) ProtoMessage() {}
 
 func (x *StreamError) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[11]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1161,7 +1238,7 @@ func (x *StreamError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StreamError.ProtoReflect.Descriptor instead.
 func (*StreamError) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{11}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StreamError) GetCode() string {
@@ -1229,7 +1306,7 @@ type Session struct {
 
 func (x *Session) Reset() {
 	*x = Session{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[12]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1241,7 +1318,7 @@ func (x *Session) String() string {
 func (*Session) ProtoMessage() {}
 
 func (x *Session) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[12]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1254,7 +1331,7 @@ func (x *Session) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Session.ProtoReflect.Descriptor instead.
 func (*Session) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{12}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Session) GetId() string {
@@ -1370,7 +1447,7 @@ type WorkingDirectory struct {
 
 func (x *WorkingDirectory) Reset() {
 	*x = WorkingDirectory{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1459,7 @@ func (x *WorkingDirectory) String() string {
 func (*WorkingDirectory) ProtoMessage() {}
 
 func (x *WorkingDirectory) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[13]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1472,7 @@ func (x *WorkingDirectory) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkingDirectory.ProtoReflect.Descriptor instead.
 func (*WorkingDirectory) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{13}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WorkingDirectory) GetPath() string {
@@ -1463,7 +1540,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +1552,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[14]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +1565,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{14}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Snapshot) GetSession() *Session {
@@ -1578,7 +1655,7 @@ type SettingsProblem struct {
 
 func (x *SettingsProblem) Reset() {
 	*x = SettingsProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1590,7 +1667,7 @@ func (x *SettingsProblem) String() string {
 func (*SettingsProblem) ProtoMessage() {}
 
 func (x *SettingsProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[15]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1603,7 +1680,7 @@ func (x *SettingsProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SettingsProblem.ProtoReflect.Descriptor instead.
 func (*SettingsProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{15}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SettingsProblem) GetPath() string {
@@ -1653,7 +1730,7 @@ type TrustInfo struct {
 
 func (x *TrustInfo) Reset() {
 	*x = TrustInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1742,7 @@ func (x *TrustInfo) String() string {
 func (*TrustInfo) ProtoMessage() {}
 
 func (x *TrustInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[16]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1755,7 @@ func (x *TrustInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustInfo.ProtoReflect.Descriptor instead.
 func (*TrustInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{16}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TrustInfo) GetDir() string {
@@ -1732,7 +1809,7 @@ type BackgroundShell struct {
 
 func (x *BackgroundShell) Reset() {
 	*x = BackgroundShell{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1744,7 +1821,7 @@ func (x *BackgroundShell) String() string {
 func (*BackgroundShell) ProtoMessage() {}
 
 func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[17]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1757,7 +1834,7 @@ func (x *BackgroundShell) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BackgroundShell.ProtoReflect.Descriptor instead.
 func (*BackgroundShell) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{17}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *BackgroundShell) GetId() string {
@@ -1829,7 +1906,7 @@ type RunningCall struct {
 
 func (x *RunningCall) Reset() {
 	*x = RunningCall{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1841,7 +1918,7 @@ func (x *RunningCall) String() string {
 func (*RunningCall) ProtoMessage() {}
 
 func (x *RunningCall) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[18]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1854,7 +1931,7 @@ func (x *RunningCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunningCall.ProtoReflect.Descriptor instead.
 func (*RunningCall) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{18}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *RunningCall) GetTurnId() string {
@@ -1901,7 +1978,7 @@ type ContentBlock struct {
 
 func (x *ContentBlock) Reset() {
 	*x = ContentBlock{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1913,7 +1990,7 @@ func (x *ContentBlock) String() string {
 func (*ContentBlock) ProtoMessage() {}
 
 func (x *ContentBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[19]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1926,7 +2003,7 @@ func (x *ContentBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContentBlock.ProtoReflect.Descriptor instead.
 func (*ContentBlock) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{19}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ContentBlock) GetType() string {
@@ -1984,7 +2061,7 @@ type ToolResult struct {
 
 func (x *ToolResult) Reset() {
 	*x = ToolResult{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1996,7 +2073,7 @@ func (x *ToolResult) String() string {
 func (*ToolResult) ProtoMessage() {}
 
 func (x *ToolResult) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[20]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2009,7 +2086,7 @@ func (x *ToolResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolResult.ProtoReflect.Descriptor instead.
 func (*ToolResult) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{20}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ToolResult) GetId() string {
@@ -2105,7 +2182,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2194,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[21]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2207,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{21}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionRequest) GetRequestId() string {
@@ -2232,7 +2309,7 @@ type AgentRef struct {
 
 func (x *AgentRef) Reset() {
 	*x = AgentRef{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +2321,7 @@ func (x *AgentRef) String() string {
 func (*AgentRef) ProtoMessage() {}
 
 func (x *AgentRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[22]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +2334,7 @@ func (x *AgentRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentRef.ProtoReflect.Descriptor instead.
 func (*AgentRef) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{22}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *AgentRef) GetId() string {
@@ -2308,7 +2385,7 @@ type AgentLink struct {
 
 func (x *AgentLink) Reset() {
 	*x = AgentLink{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2320,7 +2397,7 @@ func (x *AgentLink) String() string {
 func (*AgentLink) ProtoMessage() {}
 
 func (x *AgentLink) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[23]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2333,7 +2410,7 @@ func (x *AgentLink) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentLink.ProtoReflect.Descriptor instead.
 func (*AgentLink) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{23}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *AgentLink) GetParentSessionId() string {
@@ -2418,7 +2495,7 @@ type Subagent struct {
 
 func (x *Subagent) Reset() {
 	*x = Subagent{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2507,7 @@ func (x *Subagent) String() string {
 func (*Subagent) ProtoMessage() {}
 
 func (x *Subagent) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[24]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2520,7 @@ func (x *Subagent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Subagent.ProtoReflect.Descriptor instead.
 func (*Subagent) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{24}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *Subagent) GetId() string {
@@ -2583,7 +2660,7 @@ type PermissionOption struct {
 
 func (x *PermissionOption) Reset() {
 	*x = PermissionOption{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2672,7 @@ func (x *PermissionOption) String() string {
 func (*PermissionOption) ProtoMessage() {}
 
 func (x *PermissionOption) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[25]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2685,7 @@ func (x *PermissionOption) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionOption.ProtoReflect.Descriptor instead.
 func (*PermissionOption) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{25}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *PermissionOption) GetOption() string {
@@ -2664,7 +2741,7 @@ type PermissionResolved struct {
 
 func (x *PermissionResolved) Reset() {
 	*x = PermissionResolved{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2753,7 @@ func (x *PermissionResolved) String() string {
 func (*PermissionResolved) ProtoMessage() {}
 
 func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[26]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2766,7 @@ func (x *PermissionResolved) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionResolved.ProtoReflect.Descriptor instead.
 func (*PermissionResolved) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{26}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PermissionResolved) GetRequestId() string {
@@ -2770,7 +2847,7 @@ type HookRun struct {
 
 func (x *HookRun) Reset() {
 	*x = HookRun{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2782,7 +2859,7 @@ func (x *HookRun) String() string {
 func (*HookRun) ProtoMessage() {}
 
 func (x *HookRun) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[27]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2795,7 +2872,7 @@ func (x *HookRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HookRun.ProtoReflect.Descriptor instead.
 func (*HookRun) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{27}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HookRun) GetHook() string {
@@ -2917,7 +2994,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3006,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[28]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3019,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{28}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -3115,7 +3192,7 @@ type McpAuth struct {
 
 func (x *McpAuth) Reset() {
 	*x = McpAuth{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3127,7 +3204,7 @@ func (x *McpAuth) String() string {
 func (*McpAuth) ProtoMessage() {}
 
 func (x *McpAuth) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[29]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3140,7 +3217,7 @@ func (x *McpAuth) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpAuth.ProtoReflect.Descriptor instead.
 func (*McpAuth) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{29}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *McpAuth) GetServer() string {
@@ -3191,7 +3268,7 @@ type PromptInfo struct {
 
 func (x *PromptInfo) Reset() {
 	*x = PromptInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3280,7 @@ func (x *PromptInfo) String() string {
 func (*PromptInfo) ProtoMessage() {}
 
 func (x *PromptInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[30]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3293,7 @@ func (x *PromptInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptInfo.ProtoReflect.Descriptor instead.
 func (*PromptInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{30}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PromptInfo) GetId() string {
@@ -3295,7 +3372,7 @@ type Usage struct {
 
 func (x *Usage) Reset() {
 	*x = Usage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3307,7 +3384,7 @@ func (x *Usage) String() string {
 func (*Usage) ProtoMessage() {}
 
 func (x *Usage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[31]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3320,7 +3397,7 @@ func (x *Usage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Usage.ProtoReflect.Descriptor instead.
 func (*Usage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{31}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Usage) GetInputTokens() int64 {
@@ -3368,7 +3445,7 @@ type AssistantDelta struct {
 
 func (x *AssistantDelta) Reset() {
 	*x = AssistantDelta{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3380,7 +3457,7 @@ func (x *AssistantDelta) String() string {
 func (*AssistantDelta) ProtoMessage() {}
 
 func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[32]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3393,7 +3470,7 @@ func (x *AssistantDelta) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssistantDelta.ProtoReflect.Descriptor instead.
 func (*AssistantDelta) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{32}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AssistantDelta) GetPromptId() string {
@@ -3452,7 +3529,7 @@ type ModelRetry struct {
 
 func (x *ModelRetry) Reset() {
 	*x = ModelRetry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3541,7 @@ func (x *ModelRetry) String() string {
 func (*ModelRetry) ProtoMessage() {}
 
 func (x *ModelRetry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[33]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3554,7 @@ func (x *ModelRetry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelRetry.ProtoReflect.Descriptor instead.
 func (*ModelRetry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{33}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ModelRetry) GetPromptId() string {
@@ -3534,7 +3611,7 @@ type CreateSessionRequest struct {
 
 func (x *CreateSessionRequest) Reset() {
 	*x = CreateSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3623,7 @@ func (x *CreateSessionRequest) String() string {
 func (*CreateSessionRequest) ProtoMessage() {}
 
 func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[34]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3636,7 @@ func (x *CreateSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionRequest.ProtoReflect.Descriptor instead.
 func (*CreateSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{34}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CreateSessionRequest) GetCwd() string {
@@ -3616,7 +3693,7 @@ type CreateSessionResponse struct {
 
 func (x *CreateSessionResponse) Reset() {
 	*x = CreateSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3628,7 +3705,7 @@ func (x *CreateSessionResponse) String() string {
 func (*CreateSessionResponse) ProtoMessage() {}
 
 func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[35]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3641,7 +3718,7 @@ func (x *CreateSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateSessionResponse.ProtoReflect.Descriptor instead.
 func (*CreateSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{35}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CreateSessionResponse) GetSession() *Session {
@@ -3667,7 +3744,7 @@ type ListSessionsRequest struct {
 
 func (x *ListSessionsRequest) Reset() {
 	*x = ListSessionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3756,7 @@ func (x *ListSessionsRequest) String() string {
 func (*ListSessionsRequest) ProtoMessage() {}
 
 func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[36]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3769,7 @@ func (x *ListSessionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsRequest.ProtoReflect.Descriptor instead.
 func (*ListSessionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{36}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
 }
 
 // ListSessionsResponse lists sessions, newest first.
@@ -3705,7 +3782,7 @@ type ListSessionsResponse struct {
 
 func (x *ListSessionsResponse) Reset() {
 	*x = ListSessionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3717,7 +3794,7 @@ func (x *ListSessionsResponse) String() string {
 func (*ListSessionsResponse) ProtoMessage() {}
 
 func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[37]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3730,7 +3807,7 @@ func (x *ListSessionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSessionsResponse.ProtoReflect.Descriptor instead.
 func (*ListSessionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{37}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListSessionsResponse) GetSessions() []*Session {
@@ -3750,7 +3827,7 @@ type GetSessionRequest struct {
 
 func (x *GetSessionRequest) Reset() {
 	*x = GetSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3762,7 +3839,7 @@ func (x *GetSessionRequest) String() string {
 func (*GetSessionRequest) ProtoMessage() {}
 
 func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[38]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3775,7 +3852,7 @@ func (x *GetSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionRequest.ProtoReflect.Descriptor instead.
 func (*GetSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{38}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetSessionRequest) GetId() string {
@@ -3795,7 +3872,7 @@ type GetSessionResponse struct {
 
 func (x *GetSessionResponse) Reset() {
 	*x = GetSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3807,7 +3884,7 @@ func (x *GetSessionResponse) String() string {
 func (*GetSessionResponse) ProtoMessage() {}
 
 func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[39]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3820,7 +3897,7 @@ func (x *GetSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSessionResponse.ProtoReflect.Descriptor instead.
 func (*GetSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{39}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetSessionResponse) GetSession() *Session {
@@ -3840,7 +3917,7 @@ type DeleteSessionRequest struct {
 
 func (x *DeleteSessionRequest) Reset() {
 	*x = DeleteSessionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3852,7 +3929,7 @@ func (x *DeleteSessionRequest) String() string {
 func (*DeleteSessionRequest) ProtoMessage() {}
 
 func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[40]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3865,7 +3942,7 @@ func (x *DeleteSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionRequest.ProtoReflect.Descriptor instead.
 func (*DeleteSessionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{40}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DeleteSessionRequest) GetId() string {
@@ -3884,7 +3961,7 @@ type DeleteSessionResponse struct {
 
 func (x *DeleteSessionResponse) Reset() {
 	*x = DeleteSessionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3896,7 +3973,7 @@ func (x *DeleteSessionResponse) String() string {
 func (*DeleteSessionResponse) ProtoMessage() {}
 
 func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[41]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3909,7 +3986,7 @@ func (x *DeleteSessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSessionResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSessionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{41}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
 }
 
 // ToolAttributes are what the runtime knows about a tool.
@@ -3928,7 +4005,7 @@ type ToolAttributes struct {
 
 func (x *ToolAttributes) Reset() {
 	*x = ToolAttributes{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3940,7 +4017,7 @@ func (x *ToolAttributes) String() string {
 func (*ToolAttributes) ProtoMessage() {}
 
 func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[42]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3953,7 +4030,7 @@ func (x *ToolAttributes) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolAttributes.ProtoReflect.Descriptor instead.
 func (*ToolAttributes) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{42}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ToolAttributes) GetReadOnly() bool {
@@ -4028,7 +4105,7 @@ type ToolInfo struct {
 
 func (x *ToolInfo) Reset() {
 	*x = ToolInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4040,7 +4117,7 @@ func (x *ToolInfo) String() string {
 func (*ToolInfo) ProtoMessage() {}
 
 func (x *ToolInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[43]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4053,7 +4130,7 @@ func (x *ToolInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolInfo.ProtoReflect.Descriptor instead.
 func (*ToolInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{43}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ToolInfo) GetName() string {
@@ -4139,7 +4216,7 @@ type ListToolsRequest struct {
 
 func (x *ListToolsRequest) Reset() {
 	*x = ListToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4151,7 +4228,7 @@ func (x *ListToolsRequest) String() string {
 func (*ListToolsRequest) ProtoMessage() {}
 
 func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[44]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4164,7 +4241,7 @@ func (x *ListToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsRequest.ProtoReflect.Descriptor instead.
 func (*ListToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{44}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ListToolsRequest) GetSessionId() string {
@@ -4202,7 +4279,7 @@ type ListToolsResponse struct {
 
 func (x *ListToolsResponse) Reset() {
 	*x = ListToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4214,7 +4291,7 @@ func (x *ListToolsResponse) String() string {
 func (*ListToolsResponse) ProtoMessage() {}
 
 func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[45]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4227,7 +4304,7 @@ func (x *ListToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListToolsResponse.ProtoReflect.Descriptor instead.
 func (*ListToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{45}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListToolsResponse) GetTools() []*ToolInfo {
@@ -4255,7 +4332,7 @@ type AnswerPermissionRequest struct {
 
 func (x *AnswerPermissionRequest) Reset() {
 	*x = AnswerPermissionRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4267,7 +4344,7 @@ func (x *AnswerPermissionRequest) String() string {
 func (*AnswerPermissionRequest) ProtoMessage() {}
 
 func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[46]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4280,7 +4357,7 @@ func (x *AnswerPermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionRequest.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{46}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *AnswerPermissionRequest) GetAnswer() *PermissionAnswer {
@@ -4308,7 +4385,7 @@ type AnswerPermissionResponse struct {
 
 func (x *AnswerPermissionResponse) Reset() {
 	*x = AnswerPermissionResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4320,7 +4397,7 @@ func (x *AnswerPermissionResponse) String() string {
 func (*AnswerPermissionResponse) ProtoMessage() {}
 
 func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[47]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4333,7 +4410,7 @@ func (x *AnswerPermissionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerPermissionResponse.ProtoReflect.Descriptor instead.
 func (*AnswerPermissionResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{47}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *AnswerPermissionResponse) GetAccepted() bool {
@@ -4362,7 +4439,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4374,7 +4451,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[48]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4387,7 +4464,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{48}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *StatusRequest) GetCwd() string {
@@ -4423,7 +4500,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4435,7 +4512,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[49]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4448,7 +4525,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{49}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *StatusResponse) GetVersion() string {
@@ -4544,7 +4621,7 @@ type ShutdownRequest struct {
 
 func (x *ShutdownRequest) Reset() {
 	*x = ShutdownRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4556,7 +4633,7 @@ func (x *ShutdownRequest) String() string {
 func (*ShutdownRequest) ProtoMessage() {}
 
 func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[50]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4569,7 +4646,7 @@ func (x *ShutdownRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownRequest.ProtoReflect.Descriptor instead.
 func (*ShutdownRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{50}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
 }
 
 // ShutdownResponse is sent before the daemon stops.
@@ -4581,7 +4658,7 @@ type ShutdownResponse struct {
 
 func (x *ShutdownResponse) Reset() {
 	*x = ShutdownResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4593,7 +4670,7 @@ func (x *ShutdownResponse) String() string {
 func (*ShutdownResponse) ProtoMessage() {}
 
 func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[51]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4606,7 +4683,7 @@ func (x *ShutdownResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShutdownResponse.ProtoReflect.Descriptor instead.
 func (*ShutdownResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{51}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
 }
 
 // ListShellsRequest names the session.
@@ -4619,7 +4696,7 @@ type ListShellsRequest struct {
 
 func (x *ListShellsRequest) Reset() {
 	*x = ListShellsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4631,7 +4708,7 @@ func (x *ListShellsRequest) String() string {
 func (*ListShellsRequest) ProtoMessage() {}
 
 func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[52]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4644,7 +4721,7 @@ func (x *ListShellsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsRequest.ProtoReflect.Descriptor instead.
 func (*ListShellsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{52}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListShellsRequest) GetSessionId() string {
@@ -4664,7 +4741,7 @@ type ListShellsResponse struct {
 
 func (x *ListShellsResponse) Reset() {
 	*x = ListShellsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4676,7 +4753,7 @@ func (x *ListShellsResponse) String() string {
 func (*ListShellsResponse) ProtoMessage() {}
 
 func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[53]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4689,7 +4766,7 @@ func (x *ListShellsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListShellsResponse.ProtoReflect.Descriptor instead.
 func (*ListShellsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{53}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListShellsResponse) GetShells() []*BackgroundShell {
@@ -4714,7 +4791,7 @@ type ReadShellOutputRequest struct {
 
 func (x *ReadShellOutputRequest) Reset() {
 	*x = ReadShellOutputRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4726,7 +4803,7 @@ func (x *ReadShellOutputRequest) String() string {
 func (*ReadShellOutputRequest) ProtoMessage() {}
 
 func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[54]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4739,7 +4816,7 @@ func (x *ReadShellOutputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputRequest.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{54}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ReadShellOutputRequest) GetSessionId() string {
@@ -4786,7 +4863,7 @@ type ReadShellOutputResponse struct {
 
 func (x *ReadShellOutputResponse) Reset() {
 	*x = ReadShellOutputResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4798,7 +4875,7 @@ func (x *ReadShellOutputResponse) String() string {
 func (*ReadShellOutputResponse) ProtoMessage() {}
 
 func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[55]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4811,7 +4888,7 @@ func (x *ReadShellOutputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadShellOutputResponse.ProtoReflect.Descriptor instead.
 func (*ReadShellOutputResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{55}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ReadShellOutputResponse) GetData() []byte {
@@ -4846,7 +4923,7 @@ type KillShellRequest struct {
 
 func (x *KillShellRequest) Reset() {
 	*x = KillShellRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4858,7 +4935,7 @@ func (x *KillShellRequest) String() string {
 func (*KillShellRequest) ProtoMessage() {}
 
 func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[56]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4871,7 +4948,7 @@ func (x *KillShellRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellRequest.ProtoReflect.Descriptor instead.
 func (*KillShellRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{56}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *KillShellRequest) GetSessionId() string {
@@ -4899,7 +4976,7 @@ type KillShellResponse struct {
 
 func (x *KillShellResponse) Reset() {
 	*x = KillShellResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4911,7 +4988,7 @@ func (x *KillShellResponse) String() string {
 func (*KillShellResponse) ProtoMessage() {}
 
 func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[57]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4924,7 +5001,7 @@ func (x *KillShellResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KillShellResponse.ProtoReflect.Descriptor instead.
 func (*KillShellResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{57}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *KillShellResponse) GetShell() *BackgroundShell {
@@ -4944,7 +5021,7 @@ type ListPendingPermissionsRequest struct {
 
 func (x *ListPendingPermissionsRequest) Reset() {
 	*x = ListPendingPermissionsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4956,7 +5033,7 @@ func (x *ListPendingPermissionsRequest) String() string {
 func (*ListPendingPermissionsRequest) ProtoMessage() {}
 
 func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[58]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4969,7 +5046,7 @@ func (x *ListPendingPermissionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{58}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ListPendingPermissionsRequest) GetSessionId() string {
@@ -4989,7 +5066,7 @@ type ListPendingPermissionsResponse struct {
 
 func (x *ListPendingPermissionsResponse) Reset() {
 	*x = ListPendingPermissionsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5001,7 +5078,7 @@ func (x *ListPendingPermissionsResponse) String() string {
 func (*ListPendingPermissionsResponse) ProtoMessage() {}
 
 func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[59]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5014,7 +5091,7 @@ func (x *ListPendingPermissionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPendingPermissionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPendingPermissionsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{59}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ListPendingPermissionsResponse) GetRequests() []*PermissionRequest {
@@ -5041,7 +5118,7 @@ type ExplainRequest struct {
 
 func (x *ExplainRequest) Reset() {
 	*x = ExplainRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5053,7 +5130,7 @@ func (x *ExplainRequest) String() string {
 func (*ExplainRequest) ProtoMessage() {}
 
 func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[60]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5066,7 +5143,7 @@ func (x *ExplainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainRequest.ProtoReflect.Descriptor instead.
 func (*ExplainRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{60}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ExplainRequest) GetSessionId() string {
@@ -5121,7 +5198,7 @@ type RuleSource struct {
 
 func (x *RuleSource) Reset() {
 	*x = RuleSource{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5133,7 +5210,7 @@ func (x *RuleSource) String() string {
 func (*RuleSource) ProtoMessage() {}
 
 func (x *RuleSource) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[61]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5146,7 +5223,7 @@ func (x *RuleSource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleSource.ProtoReflect.Descriptor instead.
 func (*RuleSource) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{61}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *RuleSource) GetScope() string {
@@ -5189,7 +5266,7 @@ type ExplainStep struct {
 
 func (x *ExplainStep) Reset() {
 	*x = ExplainStep{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5201,7 +5278,7 @@ func (x *ExplainStep) String() string {
 func (*ExplainStep) ProtoMessage() {}
 
 func (x *ExplainStep) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[62]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5214,7 +5291,7 @@ func (x *ExplainStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainStep.ProtoReflect.Descriptor instead.
 func (*ExplainStep) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{62}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ExplainStep) GetStage() string {
@@ -5264,7 +5341,7 @@ type ExplainResponse struct {
 
 func (x *ExplainResponse) Reset() {
 	*x = ExplainResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5276,7 +5353,7 @@ func (x *ExplainResponse) String() string {
 func (*ExplainResponse) ProtoMessage() {}
 
 func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[63]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5289,7 +5366,7 @@ func (x *ExplainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExplainResponse.ProtoReflect.Descriptor instead.
 func (*ExplainResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{63}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ExplainResponse) GetDecision() string {
@@ -5366,7 +5443,7 @@ type ListRulesRequest struct {
 
 func (x *ListRulesRequest) Reset() {
 	*x = ListRulesRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5378,7 +5455,7 @@ func (x *ListRulesRequest) String() string {
 func (*ListRulesRequest) ProtoMessage() {}
 
 func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[64]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5391,7 +5468,7 @@ func (x *ListRulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesRequest.ProtoReflect.Descriptor instead.
 func (*ListRulesRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{64}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *ListRulesRequest) GetSessionId() string {
@@ -5423,7 +5500,7 @@ type PermissionRule struct {
 
 func (x *PermissionRule) Reset() {
 	*x = PermissionRule{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5435,7 +5512,7 @@ func (x *PermissionRule) String() string {
 func (*PermissionRule) ProtoMessage() {}
 
 func (x *PermissionRule) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[65]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5448,7 +5525,7 @@ func (x *PermissionRule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRule.ProtoReflect.Descriptor instead.
 func (*PermissionRule) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{65}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *PermissionRule) GetText() string {
@@ -5498,7 +5575,7 @@ type RuleProblem struct {
 
 func (x *RuleProblem) Reset() {
 	*x = RuleProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5510,7 +5587,7 @@ func (x *RuleProblem) String() string {
 func (*RuleProblem) ProtoMessage() {}
 
 func (x *RuleProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[66]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5523,7 +5600,7 @@ func (x *RuleProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RuleProblem.ProtoReflect.Descriptor instead.
 func (*RuleProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{66}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RuleProblem) GetSource() *RuleSource {
@@ -5563,7 +5640,7 @@ type ListRulesResponse struct {
 
 func (x *ListRulesResponse) Reset() {
 	*x = ListRulesResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5575,7 +5652,7 @@ func (x *ListRulesResponse) String() string {
 func (*ListRulesResponse) ProtoMessage() {}
 
 func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[67]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5588,7 +5665,7 @@ func (x *ListRulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRulesResponse.ProtoReflect.Descriptor instead.
 func (*ListRulesResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{67}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ListRulesResponse) GetRules() []*PermissionRule {
@@ -5639,7 +5716,7 @@ type AuditRequest struct {
 
 func (x *AuditRequest) Reset() {
 	*x = AuditRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5651,7 +5728,7 @@ func (x *AuditRequest) String() string {
 func (*AuditRequest) ProtoMessage() {}
 
 func (x *AuditRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[68]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5664,7 +5741,7 @@ func (x *AuditRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditRequest.ProtoReflect.Descriptor instead.
 func (*AuditRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{68}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *AuditRequest) GetSessionId() string {
@@ -5708,7 +5785,7 @@ type AuditEntry struct {
 
 func (x *AuditEntry) Reset() {
 	*x = AuditEntry{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5720,7 +5797,7 @@ func (x *AuditEntry) String() string {
 func (*AuditEntry) ProtoMessage() {}
 
 func (x *AuditEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[69]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5733,7 +5810,7 @@ func (x *AuditEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
 func (*AuditEntry) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{69}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *AuditEntry) GetSessionId() string {
@@ -5837,7 +5914,7 @@ type AuditResponse struct {
 
 func (x *AuditResponse) Reset() {
 	*x = AuditResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5849,7 +5926,7 @@ func (x *AuditResponse) String() string {
 func (*AuditResponse) ProtoMessage() {}
 
 func (x *AuditResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[70]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5862,7 +5939,7 @@ func (x *AuditResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AuditResponse.ProtoReflect.Descriptor instead.
 func (*AuditResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{70}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *AuditResponse) GetEntries() []*AuditEntry {
@@ -5886,7 +5963,7 @@ type TrustRequest struct {
 
 func (x *TrustRequest) Reset() {
 	*x = TrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5898,7 +5975,7 @@ func (x *TrustRequest) String() string {
 func (*TrustRequest) ProtoMessage() {}
 
 func (x *TrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[71]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5911,7 +5988,7 @@ func (x *TrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustRequest.ProtoReflect.Descriptor instead.
 func (*TrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{71}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *TrustRequest) GetDir() string {
@@ -5940,7 +6017,7 @@ type TrustResponse struct {
 
 func (x *TrustResponse) Reset() {
 	*x = TrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5952,7 +6029,7 @@ func (x *TrustResponse) String() string {
 func (*TrustResponse) ProtoMessage() {}
 
 func (x *TrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[72]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5965,7 +6042,7 @@ func (x *TrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustResponse.ProtoReflect.Descriptor instead.
 func (*TrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{72}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *TrustResponse) GetDir() string {
@@ -5992,7 +6069,7 @@ type UntrustRequest struct {
 
 func (x *UntrustRequest) Reset() {
 	*x = UntrustRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6004,7 +6081,7 @@ func (x *UntrustRequest) String() string {
 func (*UntrustRequest) ProtoMessage() {}
 
 func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[73]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6017,7 +6094,7 @@ func (x *UntrustRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustRequest.ProtoReflect.Descriptor instead.
 func (*UntrustRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{73}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *UntrustRequest) GetDir() string {
@@ -6047,7 +6124,7 @@ type UntrustResponse struct {
 
 func (x *UntrustResponse) Reset() {
 	*x = UntrustResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6059,7 +6136,7 @@ func (x *UntrustResponse) String() string {
 func (*UntrustResponse) ProtoMessage() {}
 
 func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[74]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6072,7 +6149,7 @@ func (x *UntrustResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UntrustResponse.ProtoReflect.Descriptor instead.
 func (*UntrustResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{74}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *UntrustResponse) GetDir() string {
@@ -6112,7 +6189,7 @@ type ListTrustedRequest struct {
 
 func (x *ListTrustedRequest) Reset() {
 	*x = ListTrustedRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6124,7 +6201,7 @@ func (x *ListTrustedRequest) String() string {
 func (*ListTrustedRequest) ProtoMessage() {}
 
 func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[75]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6137,7 +6214,7 @@ func (x *ListTrustedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedRequest.ProtoReflect.Descriptor instead.
 func (*ListTrustedRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{75}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
 }
 
 // ListTrustedResponse lists the trusted directories, sorted.
@@ -6159,7 +6236,7 @@ type ListTrustedResponse struct {
 
 func (x *ListTrustedResponse) Reset() {
 	*x = ListTrustedResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6171,7 +6248,7 @@ func (x *ListTrustedResponse) String() string {
 func (*ListTrustedResponse) ProtoMessage() {}
 
 func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[76]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6184,7 +6261,7 @@ func (x *ListTrustedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTrustedResponse.ProtoReflect.Descriptor instead.
 func (*ListTrustedResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{76}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
 }
 
 func (x *ListTrustedResponse) GetDirs() []string {
@@ -6225,7 +6302,7 @@ type TrustedDir struct {
 
 func (x *TrustedDir) Reset() {
 	*x = TrustedDir{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6237,7 +6314,7 @@ func (x *TrustedDir) String() string {
 func (*TrustedDir) ProtoMessage() {}
 
 func (x *TrustedDir) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[77]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6250,7 +6327,7 @@ func (x *TrustedDir) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrustedDir.ProtoReflect.Descriptor instead.
 func (*TrustedDir) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{77}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *TrustedDir) GetDir() string {
@@ -6321,7 +6398,7 @@ type McpServer struct {
 
 func (x *McpServer) Reset() {
 	*x = McpServer{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6333,7 +6410,7 @@ func (x *McpServer) String() string {
 func (*McpServer) ProtoMessage() {}
 
 func (x *McpServer) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[78]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6346,7 +6423,7 @@ func (x *McpServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpServer.ProtoReflect.Descriptor instead.
 func (*McpServer) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{78}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *McpServer) GetName() string {
@@ -6515,7 +6592,7 @@ type McpProblem struct {
 
 func (x *McpProblem) Reset() {
 	*x = McpProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6527,7 +6604,7 @@ func (x *McpProblem) String() string {
 func (*McpProblem) ProtoMessage() {}
 
 func (x *McpProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[79]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6540,7 +6617,7 @@ func (x *McpProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpProblem.ProtoReflect.Descriptor instead.
 func (*McpProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{79}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *McpProblem) GetPath() string {
@@ -6577,7 +6654,7 @@ type ListMcpServersRequest struct {
 
 func (x *ListMcpServersRequest) Reset() {
 	*x = ListMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6589,7 +6666,7 @@ func (x *ListMcpServersRequest) String() string {
 func (*ListMcpServersRequest) ProtoMessage() {}
 
 func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[80]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6602,7 +6679,7 @@ func (x *ListMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{80}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *ListMcpServersRequest) GetSessionId() string {
@@ -6637,7 +6714,7 @@ type ListMcpServersResponse struct {
 
 func (x *ListMcpServersResponse) Reset() {
 	*x = ListMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6649,7 +6726,7 @@ func (x *ListMcpServersResponse) String() string {
 func (*ListMcpServersResponse) ProtoMessage() {}
 
 func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[81]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6662,7 +6739,7 @@ func (x *ListMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{81}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *ListMcpServersResponse) GetServers() []*McpServer {
@@ -6696,7 +6773,7 @@ type AddMcpServerRequest struct {
 
 func (x *AddMcpServerRequest) Reset() {
 	*x = AddMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6708,7 +6785,7 @@ func (x *AddMcpServerRequest) String() string {
 func (*AddMcpServerRequest) ProtoMessage() {}
 
 func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[82]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6721,7 +6798,7 @@ func (x *AddMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*AddMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{82}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *AddMcpServerRequest) GetCwd() string {
@@ -6769,7 +6846,7 @@ type AddMcpServerResponse struct {
 
 func (x *AddMcpServerResponse) Reset() {
 	*x = AddMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6781,7 +6858,7 @@ func (x *AddMcpServerResponse) String() string {
 func (*AddMcpServerResponse) ProtoMessage() {}
 
 func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[83]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6794,7 +6871,7 @@ func (x *AddMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AddMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*AddMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{83}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
 }
 
 func (x *AddMcpServerResponse) GetPath() string {
@@ -6817,7 +6894,7 @@ type RemoveMcpServerRequest struct {
 
 func (x *RemoveMcpServerRequest) Reset() {
 	*x = RemoveMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6829,7 +6906,7 @@ func (x *RemoveMcpServerRequest) String() string {
 func (*RemoveMcpServerRequest) ProtoMessage() {}
 
 func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[84]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6842,7 +6919,7 @@ func (x *RemoveMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{84}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *RemoveMcpServerRequest) GetCwd() string {
@@ -6876,7 +6953,7 @@ type RemoveMcpServerResponse struct {
 
 func (x *RemoveMcpServerResponse) Reset() {
 	*x = RemoveMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6888,7 +6965,7 @@ func (x *RemoveMcpServerResponse) String() string {
 func (*RemoveMcpServerResponse) ProtoMessage() {}
 
 func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[85]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6901,7 +6978,7 @@ func (x *RemoveMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{85}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *RemoveMcpServerResponse) GetPath() string {
@@ -6923,7 +7000,7 @@ type ReconnectMcpServerRequest struct {
 
 func (x *ReconnectMcpServerRequest) Reset() {
 	*x = ReconnectMcpServerRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6935,7 +7012,7 @@ func (x *ReconnectMcpServerRequest) String() string {
 func (*ReconnectMcpServerRequest) ProtoMessage() {}
 
 func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[86]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6948,7 +7025,7 @@ func (x *ReconnectMcpServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerRequest.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{86}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *ReconnectMcpServerRequest) GetSessionId() string {
@@ -6982,7 +7059,7 @@ type ReconnectMcpServerResponse struct {
 
 func (x *ReconnectMcpServerResponse) Reset() {
 	*x = ReconnectMcpServerResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6994,7 +7071,7 @@ func (x *ReconnectMcpServerResponse) String() string {
 func (*ReconnectMcpServerResponse) ProtoMessage() {}
 
 func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[87]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7007,7 +7084,7 @@ func (x *ReconnectMcpServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReconnectMcpServerResponse.ProtoReflect.Descriptor instead.
 func (*ReconnectMcpServerResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{87}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *ReconnectMcpServerResponse) GetServer() *McpServer {
@@ -7029,7 +7106,7 @@ type ApproveMcpServersRequest struct {
 
 func (x *ApproveMcpServersRequest) Reset() {
 	*x = ApproveMcpServersRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7041,7 +7118,7 @@ func (x *ApproveMcpServersRequest) String() string {
 func (*ApproveMcpServersRequest) ProtoMessage() {}
 
 func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[88]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7054,7 +7131,7 @@ func (x *ApproveMcpServersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersRequest.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{88}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
 }
 
 func (x *ApproveMcpServersRequest) GetCwd() string {
@@ -7091,7 +7168,7 @@ type ApproveMcpServersResponse struct {
 
 func (x *ApproveMcpServersResponse) Reset() {
 	*x = ApproveMcpServersResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7103,7 +7180,7 @@ func (x *ApproveMcpServersResponse) String() string {
 func (*ApproveMcpServersResponse) ProtoMessage() {}
 
 func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[89]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7116,7 +7193,7 @@ func (x *ApproveMcpServersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApproveMcpServersResponse.ProtoReflect.Descriptor instead.
 func (*ApproveMcpServersResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{89}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
 }
 
 func (x *ApproveMcpServersResponse) GetPath() string {
@@ -7146,7 +7223,7 @@ type ReadMcpLogsRequest struct {
 
 func (x *ReadMcpLogsRequest) Reset() {
 	*x = ReadMcpLogsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7158,7 +7235,7 @@ func (x *ReadMcpLogsRequest) String() string {
 func (*ReadMcpLogsRequest) ProtoMessage() {}
 
 func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[90]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7171,7 +7248,7 @@ func (x *ReadMcpLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsRequest.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{90}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
 }
 
 func (x *ReadMcpLogsRequest) GetSessionId() string {
@@ -7215,7 +7292,7 @@ type ReadMcpLogsResponse struct {
 
 func (x *ReadMcpLogsResponse) Reset() {
 	*x = ReadMcpLogsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7227,7 +7304,7 @@ func (x *ReadMcpLogsResponse) String() string {
 func (*ReadMcpLogsResponse) ProtoMessage() {}
 
 func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[91]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7240,7 +7317,7 @@ func (x *ReadMcpLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadMcpLogsResponse.ProtoReflect.Descriptor instead.
 func (*ReadMcpLogsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{91}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
 }
 
 func (x *ReadMcpLogsResponse) GetPath() string {
@@ -7276,7 +7353,7 @@ type McpPromptArgument struct {
 
 func (x *McpPromptArgument) Reset() {
 	*x = McpPromptArgument{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7288,7 +7365,7 @@ func (x *McpPromptArgument) String() string {
 func (*McpPromptArgument) ProtoMessage() {}
 
 func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[92]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7301,7 +7378,7 @@ func (x *McpPromptArgument) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPromptArgument.ProtoReflect.Descriptor instead.
 func (*McpPromptArgument) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{92}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
 }
 
 func (x *McpPromptArgument) GetName() string {
@@ -7340,7 +7417,7 @@ type McpPrompt struct {
 
 func (x *McpPrompt) Reset() {
 	*x = McpPrompt{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7352,7 +7429,7 @@ func (x *McpPrompt) String() string {
 func (*McpPrompt) ProtoMessage() {}
 
 func (x *McpPrompt) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[93]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7365,7 +7442,7 @@ func (x *McpPrompt) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpPrompt.ProtoReflect.Descriptor instead.
 func (*McpPrompt) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{93}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
 }
 
 func (x *McpPrompt) GetName() string {
@@ -7415,7 +7492,7 @@ type ListMcpPromptsRequest struct {
 
 func (x *ListMcpPromptsRequest) Reset() {
 	*x = ListMcpPromptsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7427,7 +7504,7 @@ func (x *ListMcpPromptsRequest) String() string {
 func (*ListMcpPromptsRequest) ProtoMessage() {}
 
 func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[94]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7440,7 +7517,7 @@ func (x *ListMcpPromptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsRequest.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{94}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
 }
 
 func (x *ListMcpPromptsRequest) GetSessionId() string {
@@ -7474,7 +7551,7 @@ type ListMcpPromptsResponse struct {
 
 func (x *ListMcpPromptsResponse) Reset() {
 	*x = ListMcpPromptsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7486,7 +7563,7 @@ func (x *ListMcpPromptsResponse) String() string {
 func (*ListMcpPromptsResponse) ProtoMessage() {}
 
 func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[95]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7499,7 +7576,7 @@ func (x *ListMcpPromptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListMcpPromptsResponse.ProtoReflect.Descriptor instead.
 func (*ListMcpPromptsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{95}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
 }
 
 func (x *ListMcpPromptsResponse) GetPrompts() []*McpPrompt {
@@ -7523,7 +7600,7 @@ type GetPromptRequest struct {
 
 func (x *GetPromptRequest) Reset() {
 	*x = GetPromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7535,7 +7612,7 @@ func (x *GetPromptRequest) String() string {
 func (*GetPromptRequest) ProtoMessage() {}
 
 func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[96]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7548,7 +7625,7 @@ func (x *GetPromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptRequest.ProtoReflect.Descriptor instead.
 func (*GetPromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{96}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
 }
 
 func (x *GetPromptRequest) GetSessionId() string {
@@ -7598,7 +7675,7 @@ type PromptMessage struct {
 
 func (x *PromptMessage) Reset() {
 	*x = PromptMessage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7610,7 +7687,7 @@ func (x *PromptMessage) String() string {
 func (*PromptMessage) ProtoMessage() {}
 
 func (x *PromptMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[97]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7623,7 +7700,7 @@ func (x *PromptMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptMessage.ProtoReflect.Descriptor instead.
 func (*PromptMessage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{97}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
 }
 
 func (x *PromptMessage) GetRole() string {
@@ -7651,7 +7728,7 @@ type GetPromptResponse struct {
 
 func (x *GetPromptResponse) Reset() {
 	*x = GetPromptResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7663,7 +7740,7 @@ func (x *GetPromptResponse) String() string {
 func (*GetPromptResponse) ProtoMessage() {}
 
 func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[98]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7676,7 +7753,7 @@ func (x *GetPromptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPromptResponse.ProtoReflect.Descriptor instead.
 func (*GetPromptResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{98}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
 }
 
 func (x *GetPromptResponse) GetDescription() string {
@@ -7705,7 +7782,7 @@ type LoadToolsRequest struct {
 
 func (x *LoadToolsRequest) Reset() {
 	*x = LoadToolsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7717,7 +7794,7 @@ func (x *LoadToolsRequest) String() string {
 func (*LoadToolsRequest) ProtoMessage() {}
 
 func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[99]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7730,7 +7807,7 @@ func (x *LoadToolsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsRequest.ProtoReflect.Descriptor instead.
 func (*LoadToolsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{99}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
 }
 
 func (x *LoadToolsRequest) GetSessionId() string {
@@ -7769,7 +7846,7 @@ type LoadToolsResponse struct {
 
 func (x *LoadToolsResponse) Reset() {
 	*x = LoadToolsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7781,7 +7858,7 @@ func (x *LoadToolsResponse) String() string {
 func (*LoadToolsResponse) ProtoMessage() {}
 
 func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[100]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7794,7 +7871,7 @@ func (x *LoadToolsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadToolsResponse.ProtoReflect.Descriptor instead.
 func (*LoadToolsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{100}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
 }
 
 func (x *LoadToolsResponse) GetLoaded() []string {
@@ -7847,7 +7924,7 @@ type SkillInfo struct {
 
 func (x *SkillInfo) Reset() {
 	*x = SkillInfo{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -7859,7 +7936,7 @@ func (x *SkillInfo) String() string {
 func (*SkillInfo) ProtoMessage() {}
 
 func (x *SkillInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[101]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -7872,7 +7949,7 @@ func (x *SkillInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillInfo.ProtoReflect.Descriptor instead.
 func (*SkillInfo) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{101}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
 }
 
 func (x *SkillInfo) GetName() string {
@@ -8000,7 +8077,7 @@ type SkillProblem struct {
 
 func (x *SkillProblem) Reset() {
 	*x = SkillProblem{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8012,7 +8089,7 @@ func (x *SkillProblem) String() string {
 func (*SkillProblem) ProtoMessage() {}
 
 func (x *SkillProblem) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[102]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8025,7 +8102,7 @@ func (x *SkillProblem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SkillProblem.ProtoReflect.Descriptor instead.
 func (*SkillProblem) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{102}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
 }
 
 func (x *SkillProblem) GetPath() string {
@@ -8069,7 +8146,7 @@ type ListSkillsRequest struct {
 
 func (x *ListSkillsRequest) Reset() {
 	*x = ListSkillsRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8081,7 +8158,7 @@ func (x *ListSkillsRequest) String() string {
 func (*ListSkillsRequest) ProtoMessage() {}
 
 func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[103]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8094,7 +8171,7 @@ func (x *ListSkillsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsRequest.ProtoReflect.Descriptor instead.
 func (*ListSkillsRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{103}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
 }
 
 func (x *ListSkillsRequest) GetSessionId() string {
@@ -8129,7 +8206,7 @@ type ListSkillsResponse struct {
 
 func (x *ListSkillsResponse) Reset() {
 	*x = ListSkillsResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8141,7 +8218,7 @@ func (x *ListSkillsResponse) String() string {
 func (*ListSkillsResponse) ProtoMessage() {}
 
 func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[104]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8154,7 +8231,7 @@ func (x *ListSkillsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListSkillsResponse.ProtoReflect.Descriptor instead.
 func (*ListSkillsResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{104}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
 }
 
 func (x *ListSkillsResponse) GetSkills() []*SkillInfo {
@@ -8183,7 +8260,7 @@ type GetSkillRequest struct {
 
 func (x *GetSkillRequest) Reset() {
 	*x = GetSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8195,7 +8272,7 @@ func (x *GetSkillRequest) String() string {
 func (*GetSkillRequest) ProtoMessage() {}
 
 func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[105]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8208,7 +8285,7 @@ func (x *GetSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillRequest.ProtoReflect.Descriptor instead.
 func (*GetSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{105}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
 }
 
 func (x *GetSkillRequest) GetSessionId() string {
@@ -8243,7 +8320,7 @@ type GetSkillResponse struct {
 
 func (x *GetSkillResponse) Reset() {
 	*x = GetSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8255,7 +8332,7 @@ func (x *GetSkillResponse) String() string {
 func (*GetSkillResponse) ProtoMessage() {}
 
 func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[106]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8268,7 +8345,7 @@ func (x *GetSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetSkillResponse.ProtoReflect.Descriptor instead.
 func (*GetSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{106}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
 }
 
 func (x *GetSkillResponse) GetSkill() *SkillInfo {
@@ -8302,7 +8379,7 @@ type RenderSkillRequest struct {
 
 func (x *RenderSkillRequest) Reset() {
 	*x = RenderSkillRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8314,7 +8391,7 @@ func (x *RenderSkillRequest) String() string {
 func (*RenderSkillRequest) ProtoMessage() {}
 
 func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[107]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8327,7 +8404,7 @@ func (x *RenderSkillRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillRequest.ProtoReflect.Descriptor instead.
 func (*RenderSkillRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{107}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{108}
 }
 
 func (x *RenderSkillRequest) GetSessionId() string {
@@ -8385,7 +8462,7 @@ type RenderSkillResponse struct {
 
 func (x *RenderSkillResponse) Reset() {
 	*x = RenderSkillResponse{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8397,7 +8474,7 @@ func (x *RenderSkillResponse) String() string {
 func (*RenderSkillResponse) ProtoMessage() {}
 
 func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[108]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8410,7 +8487,7 @@ func (x *RenderSkillResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderSkillResponse.ProtoReflect.Descriptor instead.
 func (*RenderSkillResponse) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{108}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{109}
 }
 
 func (x *RenderSkillResponse) GetText() string {
@@ -8477,7 +8554,7 @@ type PromptRequest struct {
 
 func (x *PromptRequest) Reset() {
 	*x = PromptRequest{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8489,7 +8566,7 @@ func (x *PromptRequest) String() string {
 func (*PromptRequest) ProtoMessage() {}
 
 func (x *PromptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[109]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8502,7 +8579,7 @@ func (x *PromptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptRequest.ProtoReflect.Descriptor instead.
 func (*PromptRequest) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{109}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{110}
 }
 
 func (x *PromptRequest) GetSessionId() string {
@@ -8587,7 +8664,7 @@ type PromptImage struct {
 
 func (x *PromptImage) Reset() {
 	*x = PromptImage{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[111]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8599,7 +8676,7 @@ func (x *PromptImage) String() string {
 func (*PromptImage) ProtoMessage() {}
 
 func (x *PromptImage) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[110]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[111]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8612,7 +8689,7 @@ func (x *PromptImage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptImage.ProtoReflect.Descriptor instead.
 func (*PromptImage) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{110}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{111}
 }
 
 func (x *PromptImage) GetMediaType() string {
@@ -8642,7 +8719,7 @@ type PromptAccepted struct {
 
 func (x *PromptAccepted) Reset() {
 	*x = PromptAccepted{}
-	mi := &file_tackle_v1_tackle_proto_msgTypes[111]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[112]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -8654,7 +8731,7 @@ func (x *PromptAccepted) String() string {
 func (*PromptAccepted) ProtoMessage() {}
 
 func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_tackle_v1_tackle_proto_msgTypes[111]
+	mi := &file_tackle_v1_tackle_proto_msgTypes[112]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -8667,7 +8744,7 @@ func (x *PromptAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PromptAccepted.ProtoReflect.Descriptor instead.
 func (*PromptAccepted) Descriptor() ([]byte, []int) {
-	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{111}
+	return file_tackle_v1_tackle_proto_rawDescGZIP(), []int{112}
 }
 
 func (x *PromptAccepted) GetRef() string {
@@ -8704,20 +8781,25 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x11permission_answer\x18\x05 \x01(\v2\x1b.tackle.v1.PermissionAnswerH\x00R\x10permissionAnswer\x12/\n" +
 	"\bend_turn\x18\x06 \x01(\v2\x12.tackle.v1.EndTurnH\x00R\aendTurn\x122\n" +
 	"\x06prompt\x18\a \x01(\v2\x18.tackle.v1.PromptRequestH\x00R\x06promptB\x05\n" +
-	"\x03msg\"\xdc\x02\n" +
+	"\x03msg\"\x8d\x03\n" +
 	"\rServerMessage\x12.\n" +
 	"\awelcome\x18\x01 \x01(\v2\x12.tackle.v1.WelcomeH\x00R\awelcome\x121\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x13.tackle.v1.SnapshotH\x00R\bsnapshot\x12(\n" +
 	"\x05event\x18\x03 \x01(\v2\x10.tackle.v1.EventH\x00R\x05event\x12A\n" +
 	"\x0ebatch_accepted\x18\x04 \x01(\v2\x18.tackle.v1.BatchAcceptedH\x00R\rbatchAccepted\x12.\n" +
 	"\x05error\x18\x05 \x01(\v2\x16.tackle.v1.StreamErrorH\x00R\x05error\x12D\n" +
-	"\x0fprompt_accepted\x18\x06 \x01(\v2\x19.tackle.v1.PromptAcceptedH\x00R\x0epromptAcceptedB\x05\n" +
-	"\x03msg\"x\n" +
+	"\x0fprompt_accepted\x18\x06 \x01(\v2\x19.tackle.v1.PromptAcceptedH\x00R\x0epromptAccepted\x12/\n" +
+	"\x06events\x18\a \x01(\v2\x15.tackle.v1.EventBatchH\x00R\x06eventsB\x05\n" +
+	"\x03msg\"6\n" +
+	"\n" +
+	"EventBatch\x12(\n" +
+	"\x06events\x18\x01 \x03(\v2\x10.tackle.v1.EventR\x06events\"\x9d\x01\n" +
 	"\x05Hello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
 	"clientName\x12#\n" +
-	"\x04role\x18\x03 \x01(\x0e2\x0f.tackle.v1.RoleR\x04role\"\xb8\x01\n" +
+	"\x04role\x18\x03 \x01(\x0e2\x0f.tackle.v1.RoleR\x04role\x12#\n" +
+	"\revent_batches\x18\x04 \x01(\bR\feventBatches\"\xb8\x01\n" +
 	"\aWelcome\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12%\n" +
 	"\x0edaemon_version\x18\x02 \x01(\tR\rdaemonVersion\x12\x19\n" +
@@ -9468,285 +9550,288 @@ func file_tackle_v1_tackle_proto_rawDescGZIP() []byte {
 }
 
 var file_tackle_v1_tackle_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 113)
+var file_tackle_v1_tackle_proto_msgTypes = make([]protoimpl.MessageInfo, 114)
 var file_tackle_v1_tackle_proto_goTypes = []any{
 	(Role)(0),                              // 0: tackle.v1.Role
 	(Decision)(0),                          // 1: tackle.v1.Decision
 	(Scope)(0),                             // 2: tackle.v1.Scope
 	(*ClientMessage)(nil),                  // 3: tackle.v1.ClientMessage
 	(*ServerMessage)(nil),                  // 4: tackle.v1.ServerMessage
-	(*Hello)(nil),                          // 5: tackle.v1.Hello
-	(*Welcome)(nil),                        // 6: tackle.v1.Welcome
-	(*Subscribe)(nil),                      // 7: tackle.v1.Subscribe
-	(*ToolCall)(nil),                       // 8: tackle.v1.ToolCall
-	(*RunBatch)(nil),                       // 9: tackle.v1.RunBatch
-	(*BatchAccepted)(nil),                  // 10: tackle.v1.BatchAccepted
-	(*Cancel)(nil),                         // 11: tackle.v1.Cancel
-	(*PermissionAnswer)(nil),               // 12: tackle.v1.PermissionAnswer
-	(*EndTurn)(nil),                        // 13: tackle.v1.EndTurn
-	(*StreamError)(nil),                    // 14: tackle.v1.StreamError
-	(*Session)(nil),                        // 15: tackle.v1.Session
-	(*WorkingDirectory)(nil),               // 16: tackle.v1.WorkingDirectory
-	(*Snapshot)(nil),                       // 17: tackle.v1.Snapshot
-	(*SettingsProblem)(nil),                // 18: tackle.v1.SettingsProblem
-	(*TrustInfo)(nil),                      // 19: tackle.v1.TrustInfo
-	(*BackgroundShell)(nil),                // 20: tackle.v1.BackgroundShell
-	(*RunningCall)(nil),                    // 21: tackle.v1.RunningCall
-	(*ContentBlock)(nil),                   // 22: tackle.v1.ContentBlock
-	(*ToolResult)(nil),                     // 23: tackle.v1.ToolResult
-	(*PermissionRequest)(nil),              // 24: tackle.v1.PermissionRequest
-	(*AgentRef)(nil),                       // 25: tackle.v1.AgentRef
-	(*AgentLink)(nil),                      // 26: tackle.v1.AgentLink
-	(*Subagent)(nil),                       // 27: tackle.v1.Subagent
-	(*PermissionOption)(nil),               // 28: tackle.v1.PermissionOption
-	(*PermissionResolved)(nil),             // 29: tackle.v1.PermissionResolved
-	(*HookRun)(nil),                        // 30: tackle.v1.HookRun
-	(*Event)(nil),                          // 31: tackle.v1.Event
-	(*McpAuth)(nil),                        // 32: tackle.v1.McpAuth
-	(*PromptInfo)(nil),                     // 33: tackle.v1.PromptInfo
-	(*Usage)(nil),                          // 34: tackle.v1.Usage
-	(*AssistantDelta)(nil),                 // 35: tackle.v1.AssistantDelta
-	(*ModelRetry)(nil),                     // 36: tackle.v1.ModelRetry
-	(*CreateSessionRequest)(nil),           // 37: tackle.v1.CreateSessionRequest
-	(*CreateSessionResponse)(nil),          // 38: tackle.v1.CreateSessionResponse
-	(*ListSessionsRequest)(nil),            // 39: tackle.v1.ListSessionsRequest
-	(*ListSessionsResponse)(nil),           // 40: tackle.v1.ListSessionsResponse
-	(*GetSessionRequest)(nil),              // 41: tackle.v1.GetSessionRequest
-	(*GetSessionResponse)(nil),             // 42: tackle.v1.GetSessionResponse
-	(*DeleteSessionRequest)(nil),           // 43: tackle.v1.DeleteSessionRequest
-	(*DeleteSessionResponse)(nil),          // 44: tackle.v1.DeleteSessionResponse
-	(*ToolAttributes)(nil),                 // 45: tackle.v1.ToolAttributes
-	(*ToolInfo)(nil),                       // 46: tackle.v1.ToolInfo
-	(*ListToolsRequest)(nil),               // 47: tackle.v1.ListToolsRequest
-	(*ListToolsResponse)(nil),              // 48: tackle.v1.ListToolsResponse
-	(*AnswerPermissionRequest)(nil),        // 49: tackle.v1.AnswerPermissionRequest
-	(*AnswerPermissionResponse)(nil),       // 50: tackle.v1.AnswerPermissionResponse
-	(*StatusRequest)(nil),                  // 51: tackle.v1.StatusRequest
-	(*StatusResponse)(nil),                 // 52: tackle.v1.StatusResponse
-	(*ShutdownRequest)(nil),                // 53: tackle.v1.ShutdownRequest
-	(*ShutdownResponse)(nil),               // 54: tackle.v1.ShutdownResponse
-	(*ListShellsRequest)(nil),              // 55: tackle.v1.ListShellsRequest
-	(*ListShellsResponse)(nil),             // 56: tackle.v1.ListShellsResponse
-	(*ReadShellOutputRequest)(nil),         // 57: tackle.v1.ReadShellOutputRequest
-	(*ReadShellOutputResponse)(nil),        // 58: tackle.v1.ReadShellOutputResponse
-	(*KillShellRequest)(nil),               // 59: tackle.v1.KillShellRequest
-	(*KillShellResponse)(nil),              // 60: tackle.v1.KillShellResponse
-	(*ListPendingPermissionsRequest)(nil),  // 61: tackle.v1.ListPendingPermissionsRequest
-	(*ListPendingPermissionsResponse)(nil), // 62: tackle.v1.ListPendingPermissionsResponse
-	(*ExplainRequest)(nil),                 // 63: tackle.v1.ExplainRequest
-	(*RuleSource)(nil),                     // 64: tackle.v1.RuleSource
-	(*ExplainStep)(nil),                    // 65: tackle.v1.ExplainStep
-	(*ExplainResponse)(nil),                // 66: tackle.v1.ExplainResponse
-	(*ListRulesRequest)(nil),               // 67: tackle.v1.ListRulesRequest
-	(*PermissionRule)(nil),                 // 68: tackle.v1.PermissionRule
-	(*RuleProblem)(nil),                    // 69: tackle.v1.RuleProblem
-	(*ListRulesResponse)(nil),              // 70: tackle.v1.ListRulesResponse
-	(*AuditRequest)(nil),                   // 71: tackle.v1.AuditRequest
-	(*AuditEntry)(nil),                     // 72: tackle.v1.AuditEntry
-	(*AuditResponse)(nil),                  // 73: tackle.v1.AuditResponse
-	(*TrustRequest)(nil),                   // 74: tackle.v1.TrustRequest
-	(*TrustResponse)(nil),                  // 75: tackle.v1.TrustResponse
-	(*UntrustRequest)(nil),                 // 76: tackle.v1.UntrustRequest
-	(*UntrustResponse)(nil),                // 77: tackle.v1.UntrustResponse
-	(*ListTrustedRequest)(nil),             // 78: tackle.v1.ListTrustedRequest
-	(*ListTrustedResponse)(nil),            // 79: tackle.v1.ListTrustedResponse
-	(*TrustedDir)(nil),                     // 80: tackle.v1.TrustedDir
-	(*McpServer)(nil),                      // 81: tackle.v1.McpServer
-	(*McpProblem)(nil),                     // 82: tackle.v1.McpProblem
-	(*ListMcpServersRequest)(nil),          // 83: tackle.v1.ListMcpServersRequest
-	(*ListMcpServersResponse)(nil),         // 84: tackle.v1.ListMcpServersResponse
-	(*AddMcpServerRequest)(nil),            // 85: tackle.v1.AddMcpServerRequest
-	(*AddMcpServerResponse)(nil),           // 86: tackle.v1.AddMcpServerResponse
-	(*RemoveMcpServerRequest)(nil),         // 87: tackle.v1.RemoveMcpServerRequest
-	(*RemoveMcpServerResponse)(nil),        // 88: tackle.v1.RemoveMcpServerResponse
-	(*ReconnectMcpServerRequest)(nil),      // 89: tackle.v1.ReconnectMcpServerRequest
-	(*ReconnectMcpServerResponse)(nil),     // 90: tackle.v1.ReconnectMcpServerResponse
-	(*ApproveMcpServersRequest)(nil),       // 91: tackle.v1.ApproveMcpServersRequest
-	(*ApproveMcpServersResponse)(nil),      // 92: tackle.v1.ApproveMcpServersResponse
-	(*ReadMcpLogsRequest)(nil),             // 93: tackle.v1.ReadMcpLogsRequest
-	(*ReadMcpLogsResponse)(nil),            // 94: tackle.v1.ReadMcpLogsResponse
-	(*McpPromptArgument)(nil),              // 95: tackle.v1.McpPromptArgument
-	(*McpPrompt)(nil),                      // 96: tackle.v1.McpPrompt
-	(*ListMcpPromptsRequest)(nil),          // 97: tackle.v1.ListMcpPromptsRequest
-	(*ListMcpPromptsResponse)(nil),         // 98: tackle.v1.ListMcpPromptsResponse
-	(*GetPromptRequest)(nil),               // 99: tackle.v1.GetPromptRequest
-	(*PromptMessage)(nil),                  // 100: tackle.v1.PromptMessage
-	(*GetPromptResponse)(nil),              // 101: tackle.v1.GetPromptResponse
-	(*LoadToolsRequest)(nil),               // 102: tackle.v1.LoadToolsRequest
-	(*LoadToolsResponse)(nil),              // 103: tackle.v1.LoadToolsResponse
-	(*SkillInfo)(nil),                      // 104: tackle.v1.SkillInfo
-	(*SkillProblem)(nil),                   // 105: tackle.v1.SkillProblem
-	(*ListSkillsRequest)(nil),              // 106: tackle.v1.ListSkillsRequest
-	(*ListSkillsResponse)(nil),             // 107: tackle.v1.ListSkillsResponse
-	(*GetSkillRequest)(nil),                // 108: tackle.v1.GetSkillRequest
-	(*GetSkillResponse)(nil),               // 109: tackle.v1.GetSkillResponse
-	(*RenderSkillRequest)(nil),             // 110: tackle.v1.RenderSkillRequest
-	(*RenderSkillResponse)(nil),            // 111: tackle.v1.RenderSkillResponse
-	(*PromptRequest)(nil),                  // 112: tackle.v1.PromptRequest
-	(*PromptImage)(nil),                    // 113: tackle.v1.PromptImage
-	(*PromptAccepted)(nil),                 // 114: tackle.v1.PromptAccepted
-	nil,                                    // 115: tackle.v1.GetPromptRequest.ArgumentsEntry
-	(*timestamppb.Timestamp)(nil),          // 116: google.protobuf.Timestamp
+	(*EventBatch)(nil),                     // 5: tackle.v1.EventBatch
+	(*Hello)(nil),                          // 6: tackle.v1.Hello
+	(*Welcome)(nil),                        // 7: tackle.v1.Welcome
+	(*Subscribe)(nil),                      // 8: tackle.v1.Subscribe
+	(*ToolCall)(nil),                       // 9: tackle.v1.ToolCall
+	(*RunBatch)(nil),                       // 10: tackle.v1.RunBatch
+	(*BatchAccepted)(nil),                  // 11: tackle.v1.BatchAccepted
+	(*Cancel)(nil),                         // 12: tackle.v1.Cancel
+	(*PermissionAnswer)(nil),               // 13: tackle.v1.PermissionAnswer
+	(*EndTurn)(nil),                        // 14: tackle.v1.EndTurn
+	(*StreamError)(nil),                    // 15: tackle.v1.StreamError
+	(*Session)(nil),                        // 16: tackle.v1.Session
+	(*WorkingDirectory)(nil),               // 17: tackle.v1.WorkingDirectory
+	(*Snapshot)(nil),                       // 18: tackle.v1.Snapshot
+	(*SettingsProblem)(nil),                // 19: tackle.v1.SettingsProblem
+	(*TrustInfo)(nil),                      // 20: tackle.v1.TrustInfo
+	(*BackgroundShell)(nil),                // 21: tackle.v1.BackgroundShell
+	(*RunningCall)(nil),                    // 22: tackle.v1.RunningCall
+	(*ContentBlock)(nil),                   // 23: tackle.v1.ContentBlock
+	(*ToolResult)(nil),                     // 24: tackle.v1.ToolResult
+	(*PermissionRequest)(nil),              // 25: tackle.v1.PermissionRequest
+	(*AgentRef)(nil),                       // 26: tackle.v1.AgentRef
+	(*AgentLink)(nil),                      // 27: tackle.v1.AgentLink
+	(*Subagent)(nil),                       // 28: tackle.v1.Subagent
+	(*PermissionOption)(nil),               // 29: tackle.v1.PermissionOption
+	(*PermissionResolved)(nil),             // 30: tackle.v1.PermissionResolved
+	(*HookRun)(nil),                        // 31: tackle.v1.HookRun
+	(*Event)(nil),                          // 32: tackle.v1.Event
+	(*McpAuth)(nil),                        // 33: tackle.v1.McpAuth
+	(*PromptInfo)(nil),                     // 34: tackle.v1.PromptInfo
+	(*Usage)(nil),                          // 35: tackle.v1.Usage
+	(*AssistantDelta)(nil),                 // 36: tackle.v1.AssistantDelta
+	(*ModelRetry)(nil),                     // 37: tackle.v1.ModelRetry
+	(*CreateSessionRequest)(nil),           // 38: tackle.v1.CreateSessionRequest
+	(*CreateSessionResponse)(nil),          // 39: tackle.v1.CreateSessionResponse
+	(*ListSessionsRequest)(nil),            // 40: tackle.v1.ListSessionsRequest
+	(*ListSessionsResponse)(nil),           // 41: tackle.v1.ListSessionsResponse
+	(*GetSessionRequest)(nil),              // 42: tackle.v1.GetSessionRequest
+	(*GetSessionResponse)(nil),             // 43: tackle.v1.GetSessionResponse
+	(*DeleteSessionRequest)(nil),           // 44: tackle.v1.DeleteSessionRequest
+	(*DeleteSessionResponse)(nil),          // 45: tackle.v1.DeleteSessionResponse
+	(*ToolAttributes)(nil),                 // 46: tackle.v1.ToolAttributes
+	(*ToolInfo)(nil),                       // 47: tackle.v1.ToolInfo
+	(*ListToolsRequest)(nil),               // 48: tackle.v1.ListToolsRequest
+	(*ListToolsResponse)(nil),              // 49: tackle.v1.ListToolsResponse
+	(*AnswerPermissionRequest)(nil),        // 50: tackle.v1.AnswerPermissionRequest
+	(*AnswerPermissionResponse)(nil),       // 51: tackle.v1.AnswerPermissionResponse
+	(*StatusRequest)(nil),                  // 52: tackle.v1.StatusRequest
+	(*StatusResponse)(nil),                 // 53: tackle.v1.StatusResponse
+	(*ShutdownRequest)(nil),                // 54: tackle.v1.ShutdownRequest
+	(*ShutdownResponse)(nil),               // 55: tackle.v1.ShutdownResponse
+	(*ListShellsRequest)(nil),              // 56: tackle.v1.ListShellsRequest
+	(*ListShellsResponse)(nil),             // 57: tackle.v1.ListShellsResponse
+	(*ReadShellOutputRequest)(nil),         // 58: tackle.v1.ReadShellOutputRequest
+	(*ReadShellOutputResponse)(nil),        // 59: tackle.v1.ReadShellOutputResponse
+	(*KillShellRequest)(nil),               // 60: tackle.v1.KillShellRequest
+	(*KillShellResponse)(nil),              // 61: tackle.v1.KillShellResponse
+	(*ListPendingPermissionsRequest)(nil),  // 62: tackle.v1.ListPendingPermissionsRequest
+	(*ListPendingPermissionsResponse)(nil), // 63: tackle.v1.ListPendingPermissionsResponse
+	(*ExplainRequest)(nil),                 // 64: tackle.v1.ExplainRequest
+	(*RuleSource)(nil),                     // 65: tackle.v1.RuleSource
+	(*ExplainStep)(nil),                    // 66: tackle.v1.ExplainStep
+	(*ExplainResponse)(nil),                // 67: tackle.v1.ExplainResponse
+	(*ListRulesRequest)(nil),               // 68: tackle.v1.ListRulesRequest
+	(*PermissionRule)(nil),                 // 69: tackle.v1.PermissionRule
+	(*RuleProblem)(nil),                    // 70: tackle.v1.RuleProblem
+	(*ListRulesResponse)(nil),              // 71: tackle.v1.ListRulesResponse
+	(*AuditRequest)(nil),                   // 72: tackle.v1.AuditRequest
+	(*AuditEntry)(nil),                     // 73: tackle.v1.AuditEntry
+	(*AuditResponse)(nil),                  // 74: tackle.v1.AuditResponse
+	(*TrustRequest)(nil),                   // 75: tackle.v1.TrustRequest
+	(*TrustResponse)(nil),                  // 76: tackle.v1.TrustResponse
+	(*UntrustRequest)(nil),                 // 77: tackle.v1.UntrustRequest
+	(*UntrustResponse)(nil),                // 78: tackle.v1.UntrustResponse
+	(*ListTrustedRequest)(nil),             // 79: tackle.v1.ListTrustedRequest
+	(*ListTrustedResponse)(nil),            // 80: tackle.v1.ListTrustedResponse
+	(*TrustedDir)(nil),                     // 81: tackle.v1.TrustedDir
+	(*McpServer)(nil),                      // 82: tackle.v1.McpServer
+	(*McpProblem)(nil),                     // 83: tackle.v1.McpProblem
+	(*ListMcpServersRequest)(nil),          // 84: tackle.v1.ListMcpServersRequest
+	(*ListMcpServersResponse)(nil),         // 85: tackle.v1.ListMcpServersResponse
+	(*AddMcpServerRequest)(nil),            // 86: tackle.v1.AddMcpServerRequest
+	(*AddMcpServerResponse)(nil),           // 87: tackle.v1.AddMcpServerResponse
+	(*RemoveMcpServerRequest)(nil),         // 88: tackle.v1.RemoveMcpServerRequest
+	(*RemoveMcpServerResponse)(nil),        // 89: tackle.v1.RemoveMcpServerResponse
+	(*ReconnectMcpServerRequest)(nil),      // 90: tackle.v1.ReconnectMcpServerRequest
+	(*ReconnectMcpServerResponse)(nil),     // 91: tackle.v1.ReconnectMcpServerResponse
+	(*ApproveMcpServersRequest)(nil),       // 92: tackle.v1.ApproveMcpServersRequest
+	(*ApproveMcpServersResponse)(nil),      // 93: tackle.v1.ApproveMcpServersResponse
+	(*ReadMcpLogsRequest)(nil),             // 94: tackle.v1.ReadMcpLogsRequest
+	(*ReadMcpLogsResponse)(nil),            // 95: tackle.v1.ReadMcpLogsResponse
+	(*McpPromptArgument)(nil),              // 96: tackle.v1.McpPromptArgument
+	(*McpPrompt)(nil),                      // 97: tackle.v1.McpPrompt
+	(*ListMcpPromptsRequest)(nil),          // 98: tackle.v1.ListMcpPromptsRequest
+	(*ListMcpPromptsResponse)(nil),         // 99: tackle.v1.ListMcpPromptsResponse
+	(*GetPromptRequest)(nil),               // 100: tackle.v1.GetPromptRequest
+	(*PromptMessage)(nil),                  // 101: tackle.v1.PromptMessage
+	(*GetPromptResponse)(nil),              // 102: tackle.v1.GetPromptResponse
+	(*LoadToolsRequest)(nil),               // 103: tackle.v1.LoadToolsRequest
+	(*LoadToolsResponse)(nil),              // 104: tackle.v1.LoadToolsResponse
+	(*SkillInfo)(nil),                      // 105: tackle.v1.SkillInfo
+	(*SkillProblem)(nil),                   // 106: tackle.v1.SkillProblem
+	(*ListSkillsRequest)(nil),              // 107: tackle.v1.ListSkillsRequest
+	(*ListSkillsResponse)(nil),             // 108: tackle.v1.ListSkillsResponse
+	(*GetSkillRequest)(nil),                // 109: tackle.v1.GetSkillRequest
+	(*GetSkillResponse)(nil),               // 110: tackle.v1.GetSkillResponse
+	(*RenderSkillRequest)(nil),             // 111: tackle.v1.RenderSkillRequest
+	(*RenderSkillResponse)(nil),            // 112: tackle.v1.RenderSkillResponse
+	(*PromptRequest)(nil),                  // 113: tackle.v1.PromptRequest
+	(*PromptImage)(nil),                    // 114: tackle.v1.PromptImage
+	(*PromptAccepted)(nil),                 // 115: tackle.v1.PromptAccepted
+	nil,                                    // 116: tackle.v1.GetPromptRequest.ArgumentsEntry
+	(*timestamppb.Timestamp)(nil),          // 117: google.protobuf.Timestamp
 }
 var file_tackle_v1_tackle_proto_depIdxs = []int32{
-	5,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
-	7,   // 1: tackle.v1.ClientMessage.subscribe:type_name -> tackle.v1.Subscribe
-	9,   // 2: tackle.v1.ClientMessage.run_batch:type_name -> tackle.v1.RunBatch
-	11,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
-	12,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
-	13,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
-	112, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
-	6,   // 7: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
-	17,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
-	31,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
-	10,  // 10: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
-	14,  // 11: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
-	114, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
-	0,   // 13: tackle.v1.Hello.role:type_name -> tackle.v1.Role
-	0,   // 14: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
-	8,   // 15: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
-	1,   // 16: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
-	2,   // 17: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	116, // 18: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	116, // 19: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	26,  // 20: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
-	16,  // 21: tackle.v1.Session.settings_directories:type_name -> tackle.v1.WorkingDirectory
-	15,  // 22: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	24,  // 23: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	21,  // 24: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	20,  // 25: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	19,  // 26: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	33,  // 27: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
-	33,  // 28: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
-	32,  // 29: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
-	18,  // 30: tackle.v1.Snapshot.settings_problems:type_name -> tackle.v1.SettingsProblem
-	116, // 31: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	116, // 32: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	22,  // 33: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	116, // 34: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	28,  // 35: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	25,  // 36: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
-	116, // 37: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
-	2,   // 38: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	116, // 39: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	8,   // 40: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	23,  // 41: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	24,  // 42: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	29,  // 43: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	15,  // 44: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	20,  // 45: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	30,  // 46: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	33,  // 47: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
-	35,  // 48: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
-	36,  // 49: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
-	27,  // 50: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
-	32,  // 51: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
-	34,  // 52: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
-	15,  // 53: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	15,  // 54: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	15,  // 55: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	45,  // 56: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	46,  // 57: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	12,  // 58: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	18,  // 59: tackle.v1.StatusResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
-	20,  // 60: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	20,  // 61: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	20,  // 62: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	24,  // 63: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	64,  // 64: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	65,  // 65: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	16,  // 66: tackle.v1.ExplainResponse.working_directories:type_name -> tackle.v1.WorkingDirectory
-	64,  // 67: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	64,  // 68: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	68,  // 69: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	69,  // 70: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	19,  // 71: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	18,  // 72: tackle.v1.ListRulesResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
-	116, // 73: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	72,  // 74: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	80,  // 75: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
-	116, // 76: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	116, // 77: tackle.v1.McpServer.retry_at:type_name -> google.protobuf.Timestamp
-	81,  // 78: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	82,  // 79: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	81,  // 80: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	19,  // 81: tackle.v1.ApproveMcpServersResponse.trust:type_name -> tackle.v1.TrustInfo
-	95,  // 82: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	96,  // 83: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	115, // 84: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	22,  // 85: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	100, // 86: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	104, // 87: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	105, // 88: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	104, // 89: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	113, // 90: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
-	3,   // 91: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	37,  // 92: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	39,  // 93: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	41,  // 94: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	43,  // 95: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	47,  // 96: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	49,  // 97: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	51,  // 98: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	53,  // 99: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	55,  // 100: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	57,  // 101: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	59,  // 102: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	61,  // 103: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	63,  // 104: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	67,  // 105: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	71,  // 106: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	74,  // 107: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	76,  // 108: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	78,  // 109: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	83,  // 110: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	85,  // 111: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	87,  // 112: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	89,  // 113: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	91,  // 114: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	93,  // 115: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	97,  // 116: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	99,  // 117: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	102, // 118: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	106, // 119: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	108, // 120: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	110, // 121: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 122: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	38,  // 123: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	40,  // 124: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	42,  // 125: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	44,  // 126: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	48,  // 127: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	50,  // 128: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	52,  // 129: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	54,  // 130: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	56,  // 131: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	58,  // 132: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	60,  // 133: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	62,  // 134: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	66,  // 135: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	70,  // 136: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	73,  // 137: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	75,  // 138: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	77,  // 139: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	79,  // 140: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	84,  // 141: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	86,  // 142: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	88,  // 143: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	90,  // 144: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	92,  // 145: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	94,  // 146: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	98,  // 147: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	101, // 148: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	103, // 149: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	107, // 150: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	109, // 151: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	111, // 152: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	122, // [122:153] is the sub-list for method output_type
-	91,  // [91:122] is the sub-list for method input_type
-	91,  // [91:91] is the sub-list for extension type_name
-	91,  // [91:91] is the sub-list for extension extendee
-	0,   // [0:91] is the sub-list for field type_name
+	6,   // 0: tackle.v1.ClientMessage.hello:type_name -> tackle.v1.Hello
+	8,   // 1: tackle.v1.ClientMessage.subscribe:type_name -> tackle.v1.Subscribe
+	10,  // 2: tackle.v1.ClientMessage.run_batch:type_name -> tackle.v1.RunBatch
+	12,  // 3: tackle.v1.ClientMessage.cancel:type_name -> tackle.v1.Cancel
+	13,  // 4: tackle.v1.ClientMessage.permission_answer:type_name -> tackle.v1.PermissionAnswer
+	14,  // 5: tackle.v1.ClientMessage.end_turn:type_name -> tackle.v1.EndTurn
+	113, // 6: tackle.v1.ClientMessage.prompt:type_name -> tackle.v1.PromptRequest
+	7,   // 7: tackle.v1.ServerMessage.welcome:type_name -> tackle.v1.Welcome
+	18,  // 8: tackle.v1.ServerMessage.snapshot:type_name -> tackle.v1.Snapshot
+	32,  // 9: tackle.v1.ServerMessage.event:type_name -> tackle.v1.Event
+	11,  // 10: tackle.v1.ServerMessage.batch_accepted:type_name -> tackle.v1.BatchAccepted
+	15,  // 11: tackle.v1.ServerMessage.error:type_name -> tackle.v1.StreamError
+	115, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
+	5,   // 13: tackle.v1.ServerMessage.events:type_name -> tackle.v1.EventBatch
+	32,  // 14: tackle.v1.EventBatch.events:type_name -> tackle.v1.Event
+	0,   // 15: tackle.v1.Hello.role:type_name -> tackle.v1.Role
+	0,   // 16: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
+	9,   // 17: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
+	1,   // 18: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
+	2,   // 19: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
+	117, // 20: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	117, // 21: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	27,  // 22: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
+	17,  // 23: tackle.v1.Session.settings_directories:type_name -> tackle.v1.WorkingDirectory
+	16,  // 24: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
+	25,  // 25: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	22,  // 26: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	21,  // 27: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	20,  // 28: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	34,  // 29: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	34,  // 30: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	33,  // 31: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
+	19,  // 32: tackle.v1.Snapshot.settings_problems:type_name -> tackle.v1.SettingsProblem
+	117, // 33: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	117, // 34: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	23,  // 35: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	117, // 36: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	29,  // 37: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	26,  // 38: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
+	117, // 39: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
+	2,   // 40: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	117, // 41: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	9,   // 42: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	24,  // 43: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	25,  // 44: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	30,  // 45: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	16,  // 46: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	21,  // 47: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	31,  // 48: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	34,  // 49: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	36,  // 50: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	37,  // 51: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	28,  // 52: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
+	33,  // 53: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
+	35,  // 54: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	16,  // 55: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	16,  // 56: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	16,  // 57: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	46,  // 58: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	47,  // 59: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	13,  // 60: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	19,  // 61: tackle.v1.StatusResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
+	21,  // 62: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	21,  // 63: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	21,  // 64: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	25,  // 65: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	65,  // 66: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	66,  // 67: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	17,  // 68: tackle.v1.ExplainResponse.working_directories:type_name -> tackle.v1.WorkingDirectory
+	65,  // 69: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	65,  // 70: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	69,  // 71: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	70,  // 72: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	20,  // 73: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	19,  // 74: tackle.v1.ListRulesResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
+	117, // 75: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	73,  // 76: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	81,  // 77: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
+	117, // 78: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	117, // 79: tackle.v1.McpServer.retry_at:type_name -> google.protobuf.Timestamp
+	82,  // 80: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	83,  // 81: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	82,  // 82: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	20,  // 83: tackle.v1.ApproveMcpServersResponse.trust:type_name -> tackle.v1.TrustInfo
+	96,  // 84: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	97,  // 85: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	116, // 86: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	23,  // 87: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	101, // 88: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	105, // 89: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	106, // 90: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	105, // 91: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	114, // 92: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 93: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	38,  // 94: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	40,  // 95: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	42,  // 96: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	44,  // 97: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	48,  // 98: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	50,  // 99: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	52,  // 100: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	54,  // 101: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	56,  // 102: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	58,  // 103: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	60,  // 104: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	62,  // 105: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	64,  // 106: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	68,  // 107: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	72,  // 108: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	75,  // 109: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	77,  // 110: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	79,  // 111: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	84,  // 112: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	86,  // 113: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	88,  // 114: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	90,  // 115: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	92,  // 116: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	94,  // 117: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	98,  // 118: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	100, // 119: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	103, // 120: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	107, // 121: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	109, // 122: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	111, // 123: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 124: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	39,  // 125: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	41,  // 126: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	43,  // 127: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	45,  // 128: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	49,  // 129: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	51,  // 130: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	53,  // 131: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	55,  // 132: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	57,  // 133: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	59,  // 134: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	61,  // 135: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	63,  // 136: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	67,  // 137: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	71,  // 138: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	74,  // 139: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	76,  // 140: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	78,  // 141: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	80,  // 142: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	85,  // 143: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	87,  // 144: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	89,  // 145: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	91,  // 146: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	93,  // 147: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	95,  // 148: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	99,  // 149: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	102, // 150: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	104, // 151: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	108, // 152: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	110, // 153: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	112, // 154: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	124, // [124:155] is the sub-list for method output_type
+	93,  // [93:124] is the sub-list for method input_type
+	93,  // [93:93] is the sub-list for extension type_name
+	93,  // [93:93] is the sub-list for extension extendee
+	0,   // [0:93] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
@@ -9770,6 +9855,7 @@ func file_tackle_v1_tackle_proto_init() {
 		(*ServerMessage_BatchAccepted)(nil),
 		(*ServerMessage_Error)(nil),
 		(*ServerMessage_PromptAccepted)(nil),
+		(*ServerMessage_Events)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -9777,7 +9863,7 @@ func file_tackle_v1_tackle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tackle_v1_tackle_proto_rawDesc), len(file_tackle_v1_tackle_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   113,
+			NumMessages:   114,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

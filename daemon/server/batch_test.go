@@ -1,0 +1,187 @@
+package server_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tackle-agent/tackle/daemon/daemontest"
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// batchClient is an Attach stream that said Hello.event_batches; it
+// counts what came in EventBatch messages.
+type batchClient struct {
+	*client
+	queued   []*tacklev1.Event
+	batches  int // EventBatch messages received
+	inBatch  int // events that came in them
+	maxBytes int // the largest EventBatch message, marshalled
+}
+
+func attachBatched(t testing.TB, c tacklev1.TackleServiceClient, name string) *batchClient {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	st, err := c.Attach(ctx)
+	if err != nil {
+		t.Fatalf("attaching: %v", err)
+	}
+	bc := &batchClient{client: &client{t: t, stream: st, cancel: cancel}}
+	bc.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{
+		ProtocolVersion: 1, ClientName: name, Role: tacklev1.Role_ROLE_CONTROLLER, EventBatches: true,
+	}}})
+	if bc.client.recv().GetWelcome() == nil {
+		t.Fatal("no welcome")
+	}
+	return bc
+}
+
+// events receives until stop holds for an event (included), unpacking
+// batches; any other message but an error is skipped.
+func (bc *batchClient) events(stop func(*tacklev1.Event) bool) []*tacklev1.Event {
+	bc.t.Helper()
+	var out []*tacklev1.Event
+	for {
+		for len(bc.queued) > 0 {
+			e := bc.queued[0]
+			bc.queued = bc.queued[1:]
+			out = append(out, e)
+			if stop(e) {
+				return out
+			}
+		}
+		m := bc.client.recv()
+		switch {
+		case m.GetEvents() != nil:
+			bc.batches++
+			bc.inBatch += len(m.GetEvents().GetEvents())
+			bc.maxBytes = max(bc.maxBytes, proto.Size(m))
+			if len(m.GetEvents().GetEvents()) < 2 {
+				bc.t.Fatalf("a batch of %d events: one goes as an event message", len(m.GetEvents().GetEvents()))
+			}
+			bc.queued = m.GetEvents().GetEvents()
+		case m.GetEvent() != nil:
+			bc.queued = []*tacklev1.Event{m.GetEvent()}
+		case m.GetError() != nil:
+			bc.t.Fatalf("stream error: %v", m.GetError())
+		}
+	}
+}
+
+// TestEventBatches: a client that takes batches gets exactly the events a
+// client that does not gets — every one once, in seq order, live, in a
+// replay and in a filtered replay — and a replay comes in batches of
+// about a megabyte at most.
+func TestEventBatches(t *testing.T) {
+	d := daemontest.Start(t)
+	id, dir := newSession(t, d)
+	path := filepath.Join(dir, "hello.txt")
+
+	plain := attach(t, d.Client(), "plain", tacklev1.Role_ROLE_OBSERVER)
+	plain.subscribe(id, 0)
+	live := attachBatched(t, d.Client(), "live")
+	live.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}})
+	if live.client.recv().GetSnapshot() == nil {
+		t.Fatal("no snapshot")
+	}
+
+	// Turns of several calls each, and large ones: a Write's 300 KB
+	// content is in its turn_started event.
+	big := strings.Repeat("x", 300<<10)
+	var turns []string
+	for i := range 8 {
+		calls := []*tacklev1.ToolCall{writeCall(fmt.Sprint("w", i), filepath.Join(dir, fmt.Sprint("big", i, ".txt")), big)}
+		for j := range 4 {
+			calls = append(calls, readCall(fmt.Sprint("r", i, "-", j), path))
+		}
+		turns = append(turns, live.runBatchBatched(id, fmt.Sprint("ref", i), calls...))
+	}
+	// Turns run at once: the last event is the last turn_ended of them.
+	lastOf := func() func(*tacklev1.Event) bool {
+		ended := map[string]bool{}
+		return func(e *tacklev1.Event) bool {
+			if e.GetType() == "turn_ended" && slices.Contains(turns, e.GetTurnId()) {
+				ended[e.GetTurnId()] = true
+			}
+			return len(ended) == len(turns)
+		}
+	}
+	wantEvs := plain.eventsUntil(lastOf())
+	last := func(e *tacklev1.Event) bool { return e.GetSeq() == wantEvs[len(wantEvs)-1].GetSeq() }
+	want := seqTypes(wantEvs)
+	got := live.events(last)
+	if !slices.Equal(seqTypes(got), want) {
+		t.Fatalf("live events with batches:\n%v\nwithout:\n%v", seqTypes(got), want)
+	}
+	for i := range 8 {
+		if r := resultOf(t, got, fmt.Sprint("w", i)); r.GetStatus() != "completed" || r.GetIsError() {
+			t.Fatalf("Write %d: %v", i, r)
+		}
+	}
+	t.Logf("live: %d events, %d of them in %d batches", len(got), live.inBatch, live.batches)
+
+	// The replay from the start: in batches, each within the bound.
+	replay := attachBatched(t, d.Client(), "replay")
+	replay.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}})
+	if replay.client.recv().GetSnapshot() == nil {
+		t.Fatal("no snapshot")
+	}
+	if got := seqTypes(replay.events(last)); !slices.Equal(got, want) {
+		t.Fatalf("replay with batches:\n%v\nwant:\n%v", got, want)
+	}
+	if replay.batches < 2 || replay.inBatch < len(want)/2 {
+		t.Errorf("the replay of %d events came in %d batches holding %d: want most of them batched, in several batches", len(want), replay.batches, replay.inBatch)
+	}
+	if replay.maxBytes > 1<<20+64<<10 {
+		t.Errorf("a replayed batch of %d bytes: over the 1 MB bound", replay.maxBytes)
+	}
+
+	// A filtered replay: only those types, still batched.
+	types := []string{"call_result", "turn_ended"}
+	filtered := attachBatched(t, d.Client(), "filtered")
+	filtered.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, EventTypes: types}}})
+	if filtered.client.recv().GetSnapshot() == nil {
+		t.Fatal("no snapshot")
+	}
+	var wantFiltered []string
+	for _, s := range want {
+		if strings.Contains(s, ":call_result/") || strings.Contains(s, ":turn_ended/") {
+			wantFiltered = append(wantFiltered, s)
+		}
+	}
+	if got := seqTypes(filtered.events(last)); !slices.Equal(got, wantFiltered) {
+		t.Fatalf("filtered replay with batches:\n%v\nwant:\n%v", got, wantFiltered)
+	}
+	if filtered.batches == 0 {
+		t.Errorf("a filtered replay of %d events came in no batch", len(wantFiltered))
+	}
+}
+
+// runBatchBatched is client.runBatch for a batching client: the events
+// that come before BatchAccepted are kept for events.
+func (bc *batchClient) runBatchBatched(session, ref string, calls ...*tacklev1.ToolCall) string {
+	bc.t.Helper()
+	bc.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
+		SessionId: session, Ref: ref, Calls: calls, PermissionMode: "acceptEdits",
+	}}})
+	for {
+		m := bc.client.recv()
+		switch {
+		case m.GetBatchAccepted() != nil:
+			return m.GetBatchAccepted().GetTurnId()
+		case m.GetEvents() != nil:
+			bc.batches++
+			bc.inBatch += len(m.GetEvents().GetEvents())
+			bc.queued = append(bc.queued, m.GetEvents().GetEvents()...)
+		case m.GetEvent() != nil:
+			bc.queued = append(bc.queued, m.GetEvent())
+		case m.GetError() != nil:
+			bc.t.Fatalf("RunBatch refused: %v", m.GetError())
+		}
+	}
+}
