@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -154,10 +155,19 @@ func TestEveryMethodReachable(t *testing.T) {
 			Name, Kind string
 			Params     map[string]any
 		}
-		Defs map[string]any `json:"$defs"`
+		Notifications []struct{ Name string }
+		Defs          map[string]any `json:"$defs"`
 	}
 	if err := json.Unmarshal(buf.Bytes(), &desc); err != nil {
 		t.Fatal(err)
+	}
+	var notes []string
+	for _, n := range desc.Notifications {
+		notes = append(notes, n.Name)
+	}
+	// Event batches come as their events: no notification of their own.
+	if !slices.Contains(notes, "event") || slices.Contains(notes, "events") {
+		t.Errorf("notifications described: %v", notes)
 	}
 	unary := 0
 	for _, m := range desc.Methods {

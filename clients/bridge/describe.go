@@ -41,7 +41,9 @@ func Describe(w io.Writer) error {
 	sm := (&tacklev1.ServerMessage{}).ProtoReflect().Descriptor()
 	for i := 0; i < sm.Fields().Len(); i++ {
 		fd := sm.Fields().Get(i)
-		if fd.Message() != nil {
+		// An EventBatch reaches the bridge's clients as its events, one
+		// `event` notification each (client.Stream unpacks it).
+		if fd.Message() != nil && fd.Name() != "events" {
 			notes = append(notes, entry{Name: fd.JSONName(), Kind: "notification", Params: g.ref(fd.Message())})
 		}
 	}
