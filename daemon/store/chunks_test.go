@@ -123,3 +123,56 @@ func TestEventQueriesUseTheKey(t *testing.T) {
 		}
 	}
 }
+
+// Audit rows written by the batch writer, up to maxAuditRows with one
+// statement: every row once, in the order written, every field
+// kept; across batches too.
+func TestBatchedAuditRows(t *testing.T) {
+	s := openTemp(t)
+	ctx := context.Background()
+	now := time.Now()
+	const id = "s_audit"
+	if err := s.InsertSession(ctx, SessionRow{ID: id, Cwd: "/tmp", CreatedAt: now, UpdatedAt: now}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.NewBatchWriter(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	n := 0
+	var want []AuditRow
+	for _, size := range []int{1, 2, maxAuditRows, 2*maxAuditRows + 5, maxAuditRows - 1, 7} {
+		var ws []Write
+		for range size {
+			n++
+			a := AuditRow{SessionID: id, CallID: fmt.Sprint("c", n), Tool: "Read", InputSHA256: fmt.Sprintf("%064x", n),
+				Outcome: "allow", DecidedBy: "rule", Rule: fmt.Sprintf("Read(/p/%d)", n), Reason: "r" + fmt.Sprint(n),
+				ClientName: "cli", ClientPID: int32(n), ClientUID: 1000, Scope: "session", Time: now.Add(time.Duration(n) * time.Millisecond)}
+			want = append(want, a)
+			ws = append(ws, Write{Audit: &a}, Write{Event: &event.Event{SessionID: id, Seq: uint64(n), Type: event.Notice, Time: now}})
+		}
+		if err := w.Write(ctx, ws); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Audit(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d audit rows, want %d", len(got), len(want))
+	}
+	for i, g := range got { // newest first
+		w := want[len(want)-1-i]
+		if g.CallID != w.CallID || g.InputSHA256 != w.InputSHA256 || g.Rule != w.Rule || g.Reason != w.Reason ||
+			g.ClientPID != w.ClientPID || g.ClientUID != w.ClientUID || g.Scope != w.Scope || !g.Time.Equal(w.Time) {
+			t.Fatalf("audit row %d = %+v, want %+v", i, g, w)
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].ID >= got[i-1].ID {
+			t.Fatalf("ids not in the order written: %d then %d", got[i-1].ID, got[i].ID)
+		}
+	}
+}

@@ -395,7 +395,9 @@ type BatchWriter struct {
 	s                              *Store
 	conn                           *sql.Conn
 	ev, file, audit, open, closing *sql.Stmt
+	audits                         map[int]*sql.Stmt // insertAudits(n), prepared on first use
 	begin, commit                  *sql.Stmt
+	args                           []any // audit rows' values, reused
 	// spare are the chunk buffers of the last Write, for the next.
 	spare []*bytes.Buffer
 }
@@ -436,6 +438,37 @@ func (s *Store) NewBatchWriter(ctx context.Context) (*BatchWriter, error) {
 	return w, nil
 }
 
+// writeAudits inserts the rows in order, up to maxAuditRows with one
+// statement.
+func (w *BatchWriter) writeAudits(ctx context.Context, rows []*AuditRow) error {
+	defer func() { clear(w.args[:cap(w.args)]); w.args = w.args[:0] }()
+	for len(rows) > 0 {
+		n := min(len(rows), maxAuditRows)
+		st := w.audit
+		if n > 1 {
+			if st = w.audits[n]; st == nil {
+				var err error
+				if st, err = w.conn.PrepareContext(ctx, insertAudits(n)); err != nil {
+					return err
+				}
+				if w.audits == nil {
+					w.audits = map[int]*sql.Stmt{}
+				}
+				w.audits[n] = st
+			}
+		}
+		w.args = w.args[:0]
+		for _, a := range rows[:n] {
+			w.args = a.appendArgs(w.args)
+		}
+		if _, err := st.ExecContext(ctx, w.args...); err != nil {
+			return err
+		}
+		rows = rows[n:]
+	}
+	return nil
+}
+
 // Close releases the connection. It is idempotent.
 func (w *BatchWriter) Close() error {
 	for _, st := range []*sql.Stmt{w.ev, w.file, w.audit, w.open, w.closing, w.begin, w.commit} {
@@ -443,7 +476,10 @@ func (w *BatchWriter) Close() error {
 			st.Close()
 		}
 	}
-	w.ev, w.file, w.audit, w.open, w.closing, w.begin, w.commit = nil, nil, nil, nil, nil, nil, nil
+	for _, st := range w.audits {
+		st.Close()
+	}
+	w.ev, w.file, w.audit, w.audits, w.open, w.closing, w.begin, w.commit = nil, nil, nil, nil, nil, nil, nil, nil
 	if w.conn == nil {
 		return nil
 	}
@@ -578,10 +614,8 @@ func (w *BatchWriter) Write(ctx context.Context, ws []Write) (err error) {
 			return w.s.explain("recording an open turn in", err)
 		}
 	}
-	for _, a := range audits {
-		if _, err := w.audit.ExecContext(ctx, a.args()...); err != nil {
-			return w.s.explain("recording a permission decision in", err)
-		}
+	if err := w.writeAudits(ctx, audits); err != nil {
+		return w.s.explain("recording a permission decision in", err)
 	}
 	if _, err := w.commit.ExecContext(ctx); err != nil {
 		return w.s.explain("writing to", err)
