@@ -432,6 +432,11 @@ func (wr *writer) loop() {
 				go wr.onLost(lost, err)
 			}
 		}
+		// The batch was the head of the queue's array, which the queue
+		// goes on using: without this its writes (events with their
+		// results, audit rows) stayed reachable until the array was
+		// replaced, after a burst for good.
+		clear(batch)
 	}
 }
 
