@@ -409,6 +409,12 @@ func TestGrpcurlListsTheAPI(t *testing.T) {
 			t.Errorf("grpcurl list does not show %s:\n%s", want, out)
 		}
 	}
+	// The documented descriptors (built at the first reflection request):
+	// describe shows the proto's comments.
+	out, err = exec.Command(grpcurl, "-plaintext", "-unix", e.socket, "describe", "tackle.v1.Hello").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "the client takes ServerMessage.events") {
+		t.Errorf("grpcurl describe tackle.v1.Hello, without the proto's comments: %v\n%s", err, out)
+	}
 	out, err = exec.Command(grpcurl, "-plaintext", "-unix", e.socket, "tackle.v1.TackleService/Status").CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `"buildId": "`+st.BuildID+`"`) {
 		t.Errorf("grpcurl Status: %v\n%s", err, out)
