@@ -27,6 +27,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -195,8 +196,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 		return fmt.Errorf("starting the MCP session: %w", err)
 	}
 	b.setSession(ss)
-	b.wg.Add(1)
+	b.wg.Add(2)
 	go b.refresher()
+	go b.trimmer()
 	waited := make(chan error, 1)
 	go func() { waited <- ss.Wait() }()
 	select {
@@ -252,6 +254,8 @@ type bridge struct {
 	root string // the session's root directory, for hints
 	ctx  context.Context
 	wg   sync.WaitGroup // every goroutine the bridge starts
+
+	requests atomic.Int64 // MCP requests received, for the trimmer
 
 	// refresh asks the refresher to list again (buffered 1: requests while
 	// one is pending merge).

@@ -199,6 +199,7 @@ func (b *bridge) mcpLog(ss *mcp.ServerSession, level mcp.LoggingLevel, msg strin
 // and lists the resources before a client reads them.
 func (b *bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		b.requests.Add(1)
 		switch method {
 		case "resources/list", "resources/templates/list", "resources/read":
 			b.listResourcesOnce(ctx)
