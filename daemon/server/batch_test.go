@@ -41,6 +41,16 @@ func attachBatched(t testing.TB, c tacklev1.TackleServiceClient, name string) *b
 	return bc
 }
 
+// subscribeTypes subscribes from the start, to the types given (none:
+// all), and waits for the snapshot.
+func (bc *batchClient) subscribeTypes(id string, types ...string) {
+	bc.t.Helper()
+	bc.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, EventTypes: types}}})
+	if bc.client.recv().GetSnapshot() == nil {
+		bc.t.Fatal("no snapshot")
+	}
+}
+
 // events receives until stop holds for an event (included), unpacking
 // batches; any other message but an error is skipped.
 func (bc *batchClient) events(stop func(*tacklev1.Event) bool) []*tacklev1.Event {
@@ -85,10 +95,7 @@ func TestEventBatches(t *testing.T) {
 	plain := attach(t, d.Client(), "plain", tacklev1.Role_ROLE_OBSERVER)
 	plain.subscribe(id, 0)
 	live := attachBatched(t, d.Client(), "live")
-	live.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}})
-	if live.client.recv().GetSnapshot() == nil {
-		t.Fatal("no snapshot")
-	}
+	live.subscribeTypes(id)
 
 	// Turns of several calls each, and large ones: a Write's 300 KB
 	// content is in its turn_started event.
@@ -127,10 +134,7 @@ func TestEventBatches(t *testing.T) {
 
 	// The replay from the start: in batches, each within the bound.
 	replay := attachBatched(t, d.Client(), "replay")
-	replay.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id}}})
-	if replay.client.recv().GetSnapshot() == nil {
-		t.Fatal("no snapshot")
-	}
+	replay.subscribeTypes(id)
 	if got := seqTypes(replay.events(last)); !slices.Equal(got, want) {
 		t.Fatalf("replay with batches:\n%v\nwant:\n%v", got, want)
 	}
@@ -144,10 +148,7 @@ func TestEventBatches(t *testing.T) {
 	// A filtered replay: only those types, still batched.
 	types := []string{"call_result", "turn_ended"}
 	filtered := attachBatched(t, d.Client(), "filtered")
-	filtered.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, EventTypes: types}}})
-	if filtered.client.recv().GetSnapshot() == nil {
-		t.Fatal("no snapshot")
-	}
+	filtered.subscribeTypes(id, types...)
 	var wantFiltered []string
 	for _, s := range want {
 		if strings.Contains(s, ":call_result/") || strings.Contains(s, ":turn_ended/") {
