@@ -110,8 +110,12 @@ func (h *Hooks) Config(root string) *Config {
 	now := time.Now()
 	h.mu.RLock()
 	e := h.cache[root]
+	var checked time.Time // written under the lock by a concurrent turn
+	if e != nil {
+		checked = e.checked
+	}
 	h.mu.RUnlock()
-	if e != nil && now.Sub(e.checked) < h.opts.Recheck {
+	if e != nil && now.Sub(checked) < h.opts.Recheck {
 		return e.cfg
 	}
 	s, _ := h.opts.Settings(root)

@@ -910,3 +910,26 @@ func mustMarshal(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Config called from turns at once, past its recheck interval, so that
+// some re-stamp the cached entry while others read it (the race detector
+// is the check), all seeing the one configuration.
+func TestConfigConcurrent(t *testing.T) {
+	f := newFixture(t)
+	f.write("project", map[string]any{"PreToolUse": []any{matcherGroup("Bash", cmdHook("true"))}})
+	h := New(&Options{Settings: f.loader.Load, Recheck: time.Microsecond})
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 200 {
+				if !h.Has(f.env, PreToolUse) {
+					t.Error("the project's PreToolUse hook is not seen")
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
