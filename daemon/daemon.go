@@ -15,7 +15,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -455,11 +454,10 @@ func (d *Daemon) trimWhenIdle(ctx context.Context) {
 		running, ended := d.disp.Activity()
 		// Trim once the count has stood still for a whole period.
 		if running == 0 && ended == lastEnded && ended != trimmedAt {
-			debug.FreeOSMemory()
-			// And the pages of the binary only earlier work touched
-			// (start-up ran every package's init): a call maps back
-			// what it runs, from the page cache.
-			dropped, err := exetrim.Drop()
+			// The heap's free pages, and the pages of the binary only
+			// earlier work touched (start-up ran every package's
+			// init): a call maps back what it runs, from the page cache.
+			dropped, err := exetrim.Trim()
 			if err != nil {
 				d.log.Warn("idle: could not unmap the executable's pages", "error", err)
 			}

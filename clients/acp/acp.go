@@ -29,12 +29,14 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/coder/acp-go-sdk"
 
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/exetrim"
 )
 
 // Options configures an agent.
@@ -65,16 +67,32 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	// The connection starts reading at once, and logs through a field
 	// SetLogger sets: its reader waits until the logger is in place.
 	ready := make(chan struct{})
-	a.conn = sdk.NewAgentSideConnection(a, w, &lineFilter{r: bufio.NewReaderSize(in, 64<<10), out: w, ready: ready})
+	a.conn = sdk.NewAgentSideConnection(a, w, &lineFilter{r: bufio.NewReaderSize(in, 64<<10), out: w, ready: ready, lines: &w.traffic})
 	a.conn.SetLogger(slog.New(slog.NewTextHandler(o.Log, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	close(ready)
+	// One `tackle acp` runs per editor, for as long as the editor is
+	// open: memory goes back to the system once nothing has come or gone
+	// for a check period.
+	var trimmer sync.WaitGroup
+	trimmer.Add(1)
+	go func() {
+		defer trimmer.Done()
+		exetrim.WhenIdle(a.ctx, idleCheck, w.traffic.Load, func(err error) {
+			a.logf("idle: could not unmap the executable's pages: %v", err)
+		})
+	}()
 	select {
 	case <-a.conn.Done():
 	case <-ctx.Done():
 	}
 	a.closeAll()
+	a.cancel()
+	trimmer.Wait()
 	return nil
 }
+
+// idleCheck is how often tackle acp looks whether it has gone idle.
+const idleCheck = 5 * time.Second
 
 // agent implements sdk.Agent and sdk.AgentLoader.
 type agent struct {
@@ -479,9 +497,13 @@ func (a *agent) closeAll() {
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// traffic counts the writes, and the lines the client sent
+	// (lineFilter), for the idle trim.
+	traffic atomic.Int64
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.traffic.Add(1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
@@ -497,6 +519,7 @@ type lineFilter struct {
 	// ready, when not nil, is closed once the reader may start: the first
 	// Read waits for it.
 	ready <-chan struct{}
+	lines *atomic.Int64 // counts the lines read, when not nil
 }
 
 // parseError is JSON-RPC's answer to a line that does not parse.
@@ -509,6 +532,9 @@ func (f *lineFilter) Read(p []byte) (int, error) {
 	}
 	for len(f.rest) == 0 {
 		line, err := f.r.ReadBytes('\n')
+		if f.lines != nil {
+			f.lines.Add(1)
+		}
 		if t := bytes.TrimSpace(line); len(t) > 0 {
 			if json.Valid(t) {
 				f.rest = append(t, '\n')

@@ -34,6 +34,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -44,6 +45,7 @@ import (
 
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
+	"github.com/tackle-agent/tackle/internal/exetrim"
 )
 
 // Options configures a bridge.
@@ -126,7 +128,18 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 64<<20)
 	var wg sync.WaitGroup
+	// One bridge runs per editor, for as long as the editor is open:
+	// memory goes back to the system once no line has come or gone for a
+	// check period.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		exetrim.WhenIdle(ctx, idleCheck, b.out.lines.Load, func(err error) {
+			fmt.Fprintf(b.o.Log, "tackle bridge: idle: could not unmap the executable's pages: %v\n", err)
+		})
+	}()
 	for sc.Scan() {
+		b.out.lines.Add(1)
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
@@ -152,6 +165,9 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	wg.Wait()
 	return sc.Err()
 }
+
+// idleCheck is how often the bridge looks whether it has gone idle.
+const idleCheck = 5 * time.Second
 
 // request is a JSON-RPC request (or notification, without an id).
 type request struct {
@@ -183,6 +199,8 @@ type notification struct {
 type lineWriter struct {
 	mu sync.Mutex
 	w  io.Writer
+	// lines counts the lines written and read, for the idle trim.
+	lines atomic.Int64
 }
 
 func (l *lineWriter) send(v any) {
@@ -198,6 +216,7 @@ func (l *lineWriter) send(v any) {
 	if err != nil {
 		return
 	}
+	l.lines.Add(1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.w.Write(append(b, '\n'))

@@ -20,10 +20,13 @@ package exetrim
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -120,4 +123,40 @@ func Drop() (int64, error) {
 		n += r.Rss
 	}
 	return n, nil
+}
+
+// Trim returns the heap's free pages to the system and unmaps the
+// executable's droppable pages (Drop), whose resident bytes it returns.
+func Trim() (int64, error) {
+	debug.FreeOSMemory()
+	return Drop()
+}
+
+// trim is Trim; tests count its calls.
+var trim = Trim
+
+// WhenIdle trims (Trim) each time activity has stood still for a whole
+// period after it changed, and once after start-up, until ctx ends; warn,
+// if not nil, gets Trim's errors. A long-lived process that mostly waits —
+// one per editor or MCP client window — then sits at its idle size between
+// bursts of work instead of at the peak of the last one.
+func WhenIdle(ctx context.Context, period time.Duration, activity func() int64, warn func(error)) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	trimmed, last := int64(-1), int64(-1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		n := activity()
+		if n == last && n != trimmed {
+			if _, err := trim(); err != nil && warn != nil {
+				warn(err)
+			}
+			trimmed = n
+		}
+		last = n
+	}
 }
