@@ -77,7 +77,7 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	trimmer.Add(1)
 	go func() {
 		defer trimmer.Done()
-		exetrim.WhenIdle(a.ctx, idleCheck, w.traffic.Load, func(err error) {
+		exetrim.WhenIdle(a.ctx, exetrim.IdleCheck, w.traffic.Load, func(err error) {
 			a.logf("idle: could not unmap the executable's pages: %v", err)
 		})
 	}()
@@ -90,9 +90,6 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	trimmer.Wait()
 	return nil
 }
-
-// idleCheck is how often tackle acp looks whether it has gone idle.
-const idleCheck = 5 * time.Second
 
 // agent implements sdk.Agent and sdk.AgentLoader.
 type agent struct {

@@ -134,7 +134,7 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		exetrim.WhenIdle(ctx, idleCheck, b.out.lines.Load, func(err error) {
+		exetrim.WhenIdle(ctx, exetrim.IdleCheck, b.out.lines.Load, func(err error) {
 			fmt.Fprintf(b.o.Log, "tackle bridge: idle: could not unmap the executable's pages: %v\n", err)
 		})
 	}()
@@ -165,9 +165,6 @@ func Serve(ctx context.Context, o Options, in io.Reader, out io.Writer) error {
 	wg.Wait()
 	return sc.Err()
 }
-
-// idleCheck is how often the bridge looks whether it has gone idle.
-const idleCheck = 5 * time.Second
 
 // request is a JSON-RPC request (or notification, without an id).
 type request struct {

@@ -132,6 +132,10 @@ func Trim() (int64, error) {
 	return Drop()
 }
 
+// IdleCheck is how long a long-lived client process (mcp serve, acp, the
+// bridge) must have been quiet before WhenIdle trims it.
+const IdleCheck = 5 * time.Second
+
 // trim is Trim; tests count its calls.
 var trim = Trim
 
