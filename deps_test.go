@@ -28,6 +28,7 @@ var layers = []struct {
 	{"internal/workers", 0},   // stdlib only: goroutines kept between the functions they run
 	{"internal/procs", 0},     // stdlib only: GOMAXPROCS from what the process is doing
 	{"internal/exetrim", 0},   // x/sys only: an idle process unmaps the pages of its binary it no longer runs
+	{"internal/pollfd", 0},    // x/sys only: stdin and stdout through the poller when they are pipes or sockets
 	{"internal/mcpstdio", 0},  // the go-sdk's jsonrpc and mcp types only: MCP's stdio transport, for tackled and mcp serve
 	{"daemon/event", 1}, {"daemon/socket", 1}, {"daemon/config", 1}, {"daemon/model", 1},
 	{"daemon/proc", 1}, // stdlib and x/sys only: starts, records and reaps the daemon's child processes

@@ -33,7 +33,9 @@ messages only; diagnostics go to stderr.`,
 				return &cmdutil.ExitCodeError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("tackle acp cannot reach tackled: %w", err)}
 			}
 			defer c.Close()
-			return acp.Serve(ctx, acp.Options{Client: c, Environ: a.Environ, Version: a.Version, Log: a.Stderr, StateDir: acpStateDir(a)}, a.Stdin, a.Stdout)
+			in, out, restore := a.ProtocolStdio()
+			defer restore()
+			return acp.Serve(ctx, acp.Options{Client: c, Environ: a.Environ, Version: a.Version, Log: a.Stderr, StateDir: acpStateDir(a)}, in, out)
 		}),
 	}
 }

@@ -38,7 +38,9 @@ subscribes again from the last event it delivered, and says "reconnected".
 			dial := func(ctx context.Context) (*client.Client, error) {
 				return client.Dial(ctx, &client.Options{Socket: a.SocketPath(), NoAutostart: a.NoAutostart, Env: a.Environ, ClientName: name})
 			}
-			err := bridge.Serve(cmd.Context(), bridge.Options{Dial: dial, Log: a.Stderr}, a.Stdin, a.Stdout)
+			in, out, restore := a.ProtocolStdio()
+			err := bridge.Serve(cmd.Context(), bridge.Options{Dial: dial, Log: a.Stderr}, in, out)
+			restore()
 			if err != nil {
 				return &cmdutil.ExitCodeError{Code: cmdutil.ExitUsage, Err: fmt.Errorf("tackle bridge: %w", err)}
 			}

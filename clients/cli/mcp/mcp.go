@@ -99,7 +99,9 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 			// several are (internal/procs): a call is a chain of
 			// goroutines handing over to each other.
 			defer procs.Govern()()
-			return srv.Serve(cmd.Context(), a.Stdin, a.Stdout)
+			in, out, restore := a.ProtocolStdio()
+			defer restore()
+			return srv.Serve(cmd.Context(), in, out)
 		}),
 	}
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until serving ends (for measuring)")

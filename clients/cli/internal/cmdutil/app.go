@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tackle-agent/tackle/clients/client"
+	"github.com/tackle-agent/tackle/internal/pollfd"
 )
 
 // Exit codes of the CLI contract.
@@ -203,4 +204,20 @@ func (a *App) ResolveSession(ctx context.Context, c *client.Client, f *SessionFl
 		return "", fmt.Errorf("opening the default session of %s: %w", dir, err)
 	}
 	return resp.GetSession().GetId(), nil
+}
+
+// ProtocolStdio returns the stdin and stdout of a command that speaks a
+// protocol on them for its whole life (mcp serve, acp, bridge), read and
+// written through Go's poller when they are pipes or sockets (internal/pollfd),
+// and the function that restores them, to call when serving ends.
+func (a *App) ProtocolStdio() (io.Reader, io.Writer, func()) {
+	in, out := a.Stdin, a.Stdout
+	restoreIn, restoreOut := func() {}, func() {}
+	if f, ok := in.(*os.File); ok {
+		in, restoreIn = pollfd.Open(f)
+	}
+	if f, ok := out.(*os.File); ok {
+		out, restoreOut = pollfd.Open(f)
+	}
+	return in, out, func() { restoreIn(); restoreOut() }
 }
