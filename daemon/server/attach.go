@@ -50,7 +50,20 @@ type attachment struct {
 	// batches: the client takes EventBatch messages (Hello.event_batches).
 	batches bool
 	ready   []*event.Event // sendLive's, reused
+
+	// accepted is a BatchAccepted not sent yet: it goes out right before
+	// the next message, which is usually the batch's first events (within
+	// microseconds: the turn starts at once), so that the two share one
+	// write and one wake-up of the client; at the latest acceptedDelay
+	// after the batch was accepted (acceptedTimer), for a client that
+	// takes none of the turn's early events.
+	accepted      *tacklev1.ServerMessage
+	acceptedTimer *time.Timer
 }
+
+// acceptedDelay bounds how long a BatchAccepted waits for the message it
+// is sent with.
+const acceptedDelay = 5 * time.Millisecond
 
 // Attach implements TackleService: see tackle.proto. Messages are handled in
 // order, on the handler's goroutine, which is also the only one that sends.
@@ -124,12 +137,23 @@ func (s *Server) Attach(stream tacklev1.TackleService_AttachServer) error {
 	}()
 
 	ctx := stream.Context()
+	a.acceptedTimer = time.NewTimer(time.Hour)
+	a.acceptedTimer.Stop()
+	defer a.acceptedTimer.Stop()
 	for {
 		var live <-chan *event.Event
 		if a.sub != nil {
 			live = a.sub.C()
 		}
+		var acceptedDue <-chan time.Time
+		if a.accepted != nil {
+			acceptedDue = a.acceptedTimer.C
+		}
 		select {
+		case <-acceptedDue:
+			if err := a.send(nil); err != nil {
+				return err
+			}
 		case m := <-msgs:
 			if err := a.handle(m); err != nil {
 				return err
@@ -142,7 +166,7 @@ func (s *Server) Attach(stream tacklev1.TackleService_AttachServer) error {
 			// subscribed client until it goes away.
 			a.log.Debug("client closed its send side")
 			if a.sub == nil {
-				return nil
+				return a.send(nil) // a BatchAccepted that waits
 			}
 			recvErr = nil
 		case e, ok := <-live:
@@ -208,7 +232,19 @@ type sendError struct{ err error }
 
 func (e *sendError) Error() string { return e.err.Error() }
 
+// send sends m (nil: nothing), after a BatchAccepted that waits (see
+// attachment.accepted).
 func (a *attachment) send(m *tacklev1.ServerMessage) error {
+	if p := a.accepted; p != nil {
+		a.accepted = nil
+		a.acceptedTimer.Stop()
+		if err := a.stream.Send(p); err != nil {
+			return &sendError{err: err}
+		}
+	}
+	if m == nil {
+		return nil
+	}
 	if err := a.stream.Send(m); err != nil {
 		return &sendError{err: err}
 	}
@@ -548,13 +584,17 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 	if !a.srv.startTurn() {
 		return codedf(codes.Unavailable, "tackled is shutting down: run the batch again once it is back")
 	}
-	if err := a.send(&tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_BatchAccepted{BatchAccepted: &tacklev1.BatchAccepted{
-		Ref: rb.GetRef(), TurnId: turn.ID,
-	}}}); err != nil {
-		// The turn was not announced: do not run it.
+	// BatchAccepted goes out with the turn's first events (see
+	// attachment.accepted); one still waiting is sent first.
+	if err := a.send(nil); err != nil {
+		// The stream is broken: the turn was not announced, do not run it.
 		a.srv.turns.Done()
 		return err
 	}
+	a.accepted = &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_BatchAccepted{BatchAccepted: &tacklev1.BatchAccepted{
+		Ref: rb.GetRef(), TurnId: turn.ID,
+	}}}
+	a.acceptedTimer.Reset(acceptedDelay)
 	sess, log := a.sess, a.log
 	// hclog builds a line's arguments before it looks at the level: on
 	// every batch's path, ask first.

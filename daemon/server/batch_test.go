@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tackle-agent/tackle/daemon/daemontest"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
@@ -184,5 +185,53 @@ func (bc *batchClient) runBatchBatched(session, ref string, calls ...*tacklev1.T
 		case m.GetError() != nil:
 			bc.t.Fatalf("RunBatch refused: %v", m.GetError())
 		}
+	}
+}
+
+// TestBatchAcceptedFirst: BatchAccepted, which now waits for the turn's
+// first events to share their write, still comes before every event of
+// its turn; and a client that takes none of the early events (only
+// call_result) still gets it long before a slow call's result, within
+// acceptedDelay rather than at the end of the turn.
+func TestBatchAcceptedFirst(t *testing.T) {
+	d := daemontest.Start(t)
+	id, dir := newSession(t, d)
+	path := filepath.Join(dir, "hello.txt")
+
+	all := attachBatched(t, d.Client(), "all")
+	all.subscribeTypes(id)
+	for i := range 5 {
+		ref := fmt.Sprint("ref", i)
+		all.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
+			SessionId: id, Ref: ref, Calls: []*tacklev1.ToolCall{readCall(fmt.Sprint("r", i), path)},
+		}}})
+		m := all.client.recv()
+		if m.GetBatchAccepted().GetRef() != ref {
+			t.Fatalf("batch %d: the first message after RunBatch is %v, want its BatchAccepted", i, m)
+		}
+		turn := m.GetBatchAccepted().GetTurnId()
+		got := all.events(func(e *tacklev1.Event) bool { return e.GetType() == "turn_ended" && e.GetTurnId() == turn })
+		if got[0].GetType() != "turn_started" || got[0].GetTurnId() != turn {
+			t.Fatalf("batch %d: the first event after BatchAccepted is %s of %s", i, got[0].GetType(), got[0].GetTurnId())
+		}
+	}
+
+	results := attachBatched(t, d.Client(), "results")
+	results.subscribeTypes(id, "call_result")
+	results.events(func(e *tacklev1.Event) bool { return e.GetCallId() == "r4" }) // the replay
+	start := time.Now()
+	results.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
+		SessionId: id, Ref: "slow", PermissionMode: "bypassPermissions", Calls: []*tacklev1.ToolCall{bashCall("b", "sleep 3")},
+	}}})
+	m := results.client.recv()
+	waited := time.Since(start)
+	if m.GetBatchAccepted().GetRef() != "slow" {
+		t.Fatalf("the first message after RunBatch is %v, want its BatchAccepted", m)
+	}
+	if waited > 2*time.Second {
+		t.Fatalf("BatchAccepted came after %v, with the 3 s call's result: it waits for no event the client does not take", waited)
+	}
+	if e := results.events(func(e *tacklev1.Event) bool { return e.GetType() == "call_result" }); e[len(e)-1].GetCallId() != "b" {
+		t.Fatalf("then %v", e)
 	}
 }

@@ -933,7 +933,10 @@ func (x *RunBatch) GetPermissionTimeoutSeconds() uint32 {
 	return 0
 }
 
-// BatchAccepted tells the turn id given to a RunBatch.
+// BatchAccepted tells the turn id given to a RunBatch. It comes before every
+// event of the turn, sent with the first of them that the stream takes (so
+// that they share one write), or at the latest 5 ms after the batch was
+// accepted. A StreamError instead means the batch did not run.
 type BatchAccepted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ref           string                 `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
