@@ -66,21 +66,28 @@ func (bc *batchClient) events(stop func(*tacklev1.Event) bool) []*tacklev1.Event
 				return out
 			}
 		}
-		m := bc.client.recv()
-		switch {
-		case m.GetEvents() != nil:
-			bc.batches++
-			bc.inBatch += len(m.GetEvents().GetEvents())
-			bc.maxBytes = max(bc.maxBytes, proto.Size(m))
-			if len(m.GetEvents().GetEvents()) < 2 {
-				bc.t.Fatalf("a batch of %d events: one goes as an event message", len(m.GetEvents().GetEvents()))
-			}
-			bc.queued = m.GetEvents().GetEvents()
-		case m.GetEvent() != nil:
-			bc.queued = []*tacklev1.Event{m.GetEvent()}
-		case m.GetError() != nil:
-			bc.t.Fatalf("stream error: %v", m.GetError())
+		bc.take(bc.client.recv())
+	}
+}
+
+// take queues the events m carries (an EventBatch or one event), counting
+// batches; a stream error fails the test, any other message is skipped.
+func (bc *batchClient) take(m *tacklev1.ServerMessage) {
+	bc.t.Helper()
+	switch {
+	case m.GetEvents() != nil:
+		evs := m.GetEvents().GetEvents()
+		bc.batches++
+		bc.inBatch += len(evs)
+		bc.maxBytes = max(bc.maxBytes, proto.Size(m))
+		if len(evs) < 2 {
+			bc.t.Fatalf("a batch of %d events: one goes as an event message", len(evs))
 		}
+		bc.queued = append(bc.queued, evs...)
+	case m.GetEvent() != nil:
+		bc.queued = append(bc.queued, m.GetEvent())
+	case m.GetError() != nil:
+		bc.t.Fatalf("stream error: %v", m.GetError())
 	}
 }
 
@@ -173,18 +180,10 @@ func (bc *batchClient) runBatchBatched(session, ref string, calls ...*tacklev1.T
 	}}})
 	for {
 		m := bc.client.recv()
-		switch {
-		case m.GetBatchAccepted() != nil:
-			return m.GetBatchAccepted().GetTurnId()
-		case m.GetEvents() != nil:
-			bc.batches++
-			bc.inBatch += len(m.GetEvents().GetEvents())
-			bc.queued = append(bc.queued, m.GetEvents().GetEvents()...)
-		case m.GetEvent() != nil:
-			bc.queued = append(bc.queued, m.GetEvent())
-		case m.GetError() != nil:
-			bc.t.Fatalf("RunBatch refused: %v", m.GetError())
+		if a := m.GetBatchAccepted(); a != nil {
+			return a.GetTurnId()
 		}
+		bc.take(m)
 	}
 }
 
