@@ -40,6 +40,9 @@ import (
 // daemon, which the CLI auto-starts).
 const serveProfileEnv = "TACKLE_BENCH_SERVE_CPUPROFILE"
 
+// serveMemProfileEnv is the same for a heap profile.
+const serveMemProfileEnv = "TACKLE_BENCH_SERVE_MEMPROFILE"
+
 func BenchmarkMcpServeEcho(b *testing.B) {
 	bin := testpeers.Bin(b, "mcp-server-everything")
 	root, err := os.MkdirTemp("", "tkb")
@@ -72,6 +75,9 @@ func BenchmarkMcpServeEcho(b *testing.B) {
 	serveArgs := []string{"mcp", "serve", "--no-autostart", "--cwd", root}
 	if prof := os.Getenv(serveProfileEnv); prof != "" {
 		serveArgs = append(serveArgs, "--cpuprofile", prof)
+	}
+	if prof := os.Getenv(serveMemProfileEnv); prof != "" {
+		serveArgs = append(serveArgs, "--memprofile", prof)
 	}
 	serveCmd := exec.Command(filepath.Join(binDir, "tackle"), serveArgs...)
 	serveCmd.Env, serveCmd.Stderr = env, os.Stderr

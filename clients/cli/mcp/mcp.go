@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"text/tabwriter"
@@ -43,6 +45,8 @@ func mcpServeCommand(a *cmdutil.App) *cobra.Command {
 		timeout uint32
 		// cpuProfile, hidden: where a CPU profile of the serving goes.
 		cpuProfile string
+		// memProfile, hidden: where a heap profile goes when serving ends.
+		memProfile string
 	)
 	cmd := &cobra.Command{
 		Use:   "serve [--cwd DIR | --session ID] [--tools mcp|all|PATTERN...] [--name NAME]",
@@ -95,6 +99,9 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 				}
 				defer pprof.StopCPUProfile()
 			}
+			if memProfile != "" {
+				defer writeHeapProfile(memProfile, a.Stderr)
+			}
 			// One P while one call is in flight, all of them while
 			// several are (internal/procs): a call is a chain of
 			// goroutines handing over to each other.
@@ -106,12 +113,30 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 	}
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile to this file until serving ends (for measuring)")
 	cmd.Flags().MarkHidden("cpuprofile") //nolint:errcheck // the flag exists
+	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile (after a GC) to this file when serving ends (for measuring)")
+	cmd.Flags().MarkHidden("memprofile") //nolint:errcheck // the flag exists
 	sf.Register(cmd)
 	cmd.Flags().StringSliceVar(&tools, "tools", nil, "what to serve: mcp (default), all, or glob patterns such as github__* (repeatable, comma-separated)")
 	cmd.Flags().StringVar(&name, "name", "tackle", "the server's name in its serverInfo")
 	cmd.Flags().StringVar(&mode, "permission-mode", "", "permission mode for the calls: default, acceptEdits, plan, dontAsk, bypassPermissions")
 	cmd.Flags().Uint32Var(&timeout, "permission-timeout", 0, "seconds a permission request waits for an answer before it is denied (0: the daemon's default)")
 	return cmd
+}
+
+// writeHeapProfile writes the heap profile (its alloc_space sample is what
+// the serving allocated) to path, after a GC; a failure is only reported.
+func writeHeapProfile(path string, stderr io.Writer) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tackle mcp serve: heap profile: %v\n", err)
+	}
 }
 
 // mcpServerJSON is the --json shape of a server.
