@@ -1,6 +1,6 @@
 // Package mcpstdio is MCP's stdio transport (newline-delimited JSON-RPC) for
-// the go-sdk, with its messages decoded by encoding/json. tackled uses it
-// towards its stdio servers and `tackle mcp serve` towards its client.
+// the go-sdk, with its messages decoded once each. tackled uses it towards
+// its stdio servers and `tackle mcp serve` towards its client.
 //
 // It exists for speed. The go-sdk's own transport (mcp.IOTransport) decodes
 // every inbound message up to three times through a decoder that allocates a
@@ -8,7 +8,9 @@
 // more for a request's method. In tackled's MCP echo benchmark that was 81 %
 // of all the bytes the daemon allocated, and the garbage collector's work
 // with it. Here a message is decoded once, into the go-sdk's own jsonrpc
-// types; what the go-sdk does with them afterwards is unchanged.
+// types, by the go-sdk's own decoder called without its buffer when the
+// message has few brackets, else by encoding/json; what the go-sdk does with
+// them afterwards is unchanged.
 //
 // Framing and batches follow the go-sdk's transport: one JSON value per line;
 // a line holding an array is a batch, whose messages Read returns one by one
@@ -33,6 +35,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	fastjson "github.com/segmentio/encoding/json"
 )
 
 // Transport is an mcp.Transport over a reader and a writer.
@@ -351,6 +354,11 @@ func decodeLine(line []byte) inbound {
 // with a method is a request (a notification without an ID), one without
 // is a response and needs an ID.
 func decodeMessage(data []byte) (jsonrpc.Message, error) {
+	if bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) <= fastBrackets {
+		if msg, ok := decodeFast(data); ok {
+			return msg, nil
+		}
+	}
 	var w map[string]json.RawMessage
 	if err := json.Unmarshal(data, &w); err != nil {
 		return nil, fmt.Errorf("decoding a JSON-RPC message: %w", err)
@@ -396,6 +404,50 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		resp.Error = we
 	}
 	return resp, nil
+}
+
+// fastBrackets bounds the brackets (arrays and objects, or the characters
+// in strings) of a message decodeFast decodes: its decoder's time grows with
+// the square of the nesting depth.
+const fastBrackets = 32
+
+// wire is a message as decodeFast reads it: the go-sdk's own wire shape.
+type wire struct {
+	Version string          `json:"jsonrpc"`
+	ID      any             `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// decodeFast is decodeMessage for a message with few brackets, through the
+// decoder the go-sdk itself uses (segmentio's, keys matched exactly, every
+// member copied out of data), in half encoding/json's time. It reports
+// false for whatever it does not take as it is (an error, a malformed or
+// unusual message), which decodeMessage then decodes the slow way, for the
+// same value or its error.
+func decodeFast(data []byte) (jsonrpc.Message, bool) {
+	var w wire
+	rest, err := fastjson.Parse(data, &w, fastjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil || len(bytes.TrimLeft(rest, " \t\r\n")) != 0 || w.Version != "2.0" || len(w.Error) != 0 {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, false
+	}
+	if w.Method != nil {
+		method, err := decodeString(w.Method)
+		if err != nil {
+			return nil, false
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, true
+	}
+	if !id.IsValid() {
+		return nil, false
+	}
+	return &jsonrpc.Response{ID: id, Result: w.Result}, true
 }
 
 // unmarshalField decodes the member key of m, if it is there, into v.

@@ -308,3 +308,52 @@ func FuzzDecodeMessage(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeMessage decodes the two messages of an MCP call as they
+// come in: the request (on tackle mcp serve's side) and the result (on
+// tackled's, from its server).
+func BenchmarkDecodeMessage(b *testing.B) {
+	for _, bc := range []struct{ name, line string }{
+		{"request", `{"method":"tools/call","params":{"name":"ev__echo","arguments":{"message":"hello"},"_meta":{"progressToken":7}},"jsonrpc":"2.0","id":12}`},
+		{"result", `{"result":{"content":[{"type":"text","text":"Echo: hello"}],"structuredContent":{"echo":"hello"}},"jsonrpc":"2.0","id":12}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			line := []byte(bc.line)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := decodeMessage(line); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodedMessageOwnsItsBytes: a line's buffer is reused for the next,
+// so nothing decoded may point into it, on the fast path (few brackets)
+// or the other.
+func TestDecodedMessageOwnsItsBytes(t *testing.T) {
+	deep := strings.Repeat(`[`, fastBrackets) + `"x"` + strings.Repeat(`]`, fastBrackets)
+	for _, line := range []string{
+		`{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"e","arguments":{"m":"hi"}}}`,
+		`{"jsonrpc":"2.0","id":"r1","method":"tools/call","params":{"name":"e","arguments":{"m":` + deep + `}}}`,
+		`{"jsonrpc":"2.0","id":"r1","result":{"content":[{"type":"text","text":"hi"}]}}`,
+		`{"jsonrpc":"2.0","id":"r1","result":` + deep + `}`,
+	} {
+		data := []byte(line)
+		msg, err := decodeMessage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jsonrpc.DecodeMessage([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range data {
+			data[i] = ' '
+		}
+		if !reflect.DeepEqual(msg, want) {
+			t.Errorf("%s: after its buffer was overwritten the message is %#v, want %#v", line, msg, want)
+		}
+	}
+}
