@@ -3,6 +3,9 @@ package tool
 import (
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 )
 
 // maxSymlinkHops bounds how many dangling symlinks RealPath follows before
@@ -22,6 +25,9 @@ const maxSymlinkHops = 40
 // absolute, cleaned paths.
 func RealPath(p string) string {
 	p = filepath.Clean(p)
+	if r, ok := resolved(p); ok {
+		return r
+	}
 	for range maxSymlinkHops {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
 			return r
@@ -51,4 +57,43 @@ func RealPath(p string) string {
 		}
 	}
 	return p // a symlink loop: the path reached
+}
+
+// oPath is Linux's O_PATH, which package syscall does not name: the open
+// resolves the path and opens nothing (no permission on the file needed, a
+// FIFO does not block, a device is not opened).
+const oPath = 0x200000
+
+// resolved returns the path of the file p names as the kernel resolved it,
+// for a p that resolves (exists, through any links): opened with O_PATH and
+// its name read back from /proc/self/fd, three system calls where
+// filepath.EvalSymlinks makes an lstat per component (musl's realpath does
+// the same). The name is what EvalSymlinks returns for such a path
+// (TestResolvedIsEvalSymlinks). It reports false when p does not resolve
+// (missing, a dangling link, a loop, a file on the way) and when the name is
+// not a plain absolute path (no /proc, a file deleted meanwhile, one outside
+// the process's root): RealPath then resolves p itself.
+func resolved(p string) (string, bool) {
+	var fd int
+	for {
+		var err error
+		if fd, err = syscall.Open(p, oPath|syscall.O_CLOEXEC, 0); err == nil {
+			break
+		}
+		if err != syscall.EINTR {
+			return "", false
+		}
+	}
+	defer syscall.Close(fd)
+	var buf [syscall.PathMax]byte
+	var link [len("/proc/self/fd/") + 20]byte
+	n, err := syscall.Readlink(string(strconv.AppendInt(append(link[:0], "/proc/self/fd/"...), int64(fd), 10)), buf[:])
+	if err != nil || n <= 0 || n == len(buf) || buf[0] != '/' {
+		return "", false
+	}
+	r := string(buf[:n])
+	if strings.HasSuffix(r, " (deleted)") {
+		return "", false
+	}
+	return r, true
 }
