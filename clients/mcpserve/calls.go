@@ -55,6 +55,22 @@ func newID(prefix string) string {
 	return prefix + idBase + "-" + strconv.FormatUint(idSeq.Add(1), 10)
 }
 
+// onCaller runs f on a goroutine of b.callers and waits for it; a panic in
+// f is raised again here. The go-sdk starts a goroutine for each request,
+// on a small stack, and a call goes deep (the gRPC send of the batch, the
+// result's conversion): growing that stack by copying was ~4 % of serve's
+// CPU, and each call paid it again.
+func (b *bridge) onCaller(f func()) {
+	done := make(chan any, 1)
+	b.callers.Go(func() {
+		defer func() { done <- recover() }()
+		f()
+	})
+	if r := <-done; r != nil {
+		panic(r)
+	}
+}
+
 // runCall runs one call of tool name with input (a JSON object) as a turn
 // of the session and waits for its result. Progress goes to ss with token
 // (none when either is nil). When ctx ends the call is cancelled in tackle

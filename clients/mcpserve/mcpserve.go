@@ -35,6 +35,7 @@ import (
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/mcpstdio"
+	"github.com/tackle-agent/tackle/internal/workers"
 )
 
 // Options configures a Server. A nil *Options is not allowed: Dial is
@@ -164,8 +165,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 		o: &s.o, sel: s.sel, c: c, sid: sess.GetId(), root: sess.GetCwd(), ctx: ctx,
 		calls: map[string]*call{}, refs: map[string]*call{}, asks: map[string]context.CancelFunc{},
 		tools: map[string]*servedTool{}, prompts: map[string]string{}, problems: map[string]string{},
-		refresh: make(chan struct{}, 1),
+		refresh: make(chan struct{}, 1), callers: workers.New(callerIdle),
 	}
+	defer func() { b.callers.Close(); b.callers.Wait() }()
 	b.settle(ctx, c)
 	b.srv = mcp.NewServer(&mcp.Implementation{Name: s.o.Name, Title: "tackle", Version: s.o.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
@@ -216,6 +218,10 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return nil
 }
 
+// callerIdle is how long a goroutine of bridge.callers waits for the next
+// call before it ends.
+const callerIdle = 5 * time.Second
+
 // instructions tell the client's model what it is talking to.
 const instructions = `These are the tools of a tackle session: each call runs through tackle's pipeline (permission rules and prompts, hooks, the audit) in the session's directory. A tool named SERVER__TOOL is the tool TOOL of the MCP server SERVER, shared with every other tackle client. A call tackle denies returns an error result that says why.`
 
@@ -254,6 +260,9 @@ type bridge struct {
 	root string // the session's root directory, for hints
 	ctx  context.Context
 	wg   sync.WaitGroup // every goroutine the bridge starts
+	// callers run the tool calls (onCaller), on goroutines whose stacks
+	// have grown already.
+	callers *workers.Pool
 
 	requests atomic.Int64 // MCP requests received, for the trimmer
 

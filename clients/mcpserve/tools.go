@@ -226,13 +226,20 @@ func (b *bridge) toolHandler(st *servedTool) mcp.ToolHandler {
 		if input == "" || input == "null" {
 			input = "{}"
 		}
-		r, err := b.runCall(ctx, req.Session, st.name, st.tool.Name, input, req.Params.GetProgressToken(), st.isMCP)
+		var res *mcp.CallToolResult
+		var err error
+		b.onCaller(func() {
+			var r *tacklev1.ToolResult
+			if r, err = b.runCall(ctx, req.Session, st.name, st.tool.Name, input, req.Params.GetProgressToken(), st.isMCP); err == nil {
+				res = callResult(r)
+			}
+		})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
 			return errorResult(fmt.Sprintf("tackle could not run %s: %v", st.name, err)), nil
 		}
-		return callResult(r), nil
+		return res, nil
 	}
 }
