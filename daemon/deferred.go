@@ -147,7 +147,7 @@ func (f *deferral) searchTool() tool.Tool {
 		Load: func(env tool.Env, names []string) { f.load(env.SessionID(), names) },
 		Servers: func(env tool.Env) (pending, failed []string) {
 			for _, c := range f.d.mcp.mgr.Conns(env.SessionID()) {
-				switch st := c.Status().State; st {
+				switch st := c.State(); st {
 				case mcp.Pending, mcp.Connecting:
 					pending = append(pending, c.Name())
 				case mcp.Failed, mcp.NeedsAuth:

@@ -110,7 +110,7 @@ func (l *skillLayer) dynamic(sessionID string) *skill.Dynamic {
 func (l *skillLayer) prompts(sessionID string) []*skill.Skill {
 	var out []*skill.Skill
 	for _, c := range l.d.mcp.mgr.Conns(sessionID) {
-		if c.Status().State != mcp.Connected {
+		if c.State() != mcp.Connected {
 			continue
 		}
 		for _, p := range c.Prompts() {

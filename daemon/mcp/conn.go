@@ -289,6 +289,14 @@ func (c *Conn) Status() Status {
 	return st
 }
 
+// State returns the connection's state: Status().State, without the rest
+// of Status (the tool pipeline asks it for every call).
+func (c *Conn) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
 // Tools returns the server's tools from the last successful listing (a
 // failed refresh keeps the previous list). The slice must not be modified.
 func (c *Conn) Tools() []*mcpsdk.Tool {

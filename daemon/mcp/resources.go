@@ -150,7 +150,7 @@ func (t *listResources) Run(_ context.Context, call *tool.Call, _ tool.Progress)
 		conns = []*Conn{c}
 	} else {
 		for _, c := range t.m.Conns(sid) {
-			if c.Status().State == Connected {
+			if c.State() == Connected {
 				conns = append(conns, c)
 			}
 		}

@@ -43,6 +43,31 @@ func Sanitize(s string) string {
 	return b.String()
 }
 
+// cutSanitized reports whether s starts with Sanitize(raw) and returns
+// what follows it, without building Sanitize(raw).
+func cutSanitized(s, raw string) (string, bool) {
+	for _, r := range raw {
+		if len(s) == 0 {
+			return "", false
+		}
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			if s[0] != byte(r) {
+				return "", false
+			}
+		} else if s[0] != '_' {
+			return "", false
+		}
+		s = s[1:]
+	}
+	return s, true
+}
+
+// isSanitized reports whether s == Sanitize(raw), without building it.
+func isSanitized(s, raw string) bool {
+	rest, ok := cutSanitized(s, raw)
+	return ok && rest == ""
+}
+
 // ToolOptions says how a session's MCP tools behave. The zero value (and
 // nil) means the defaults.
 type ToolOptions struct {
@@ -79,7 +104,7 @@ func (m *Manager) Tools(sessionID string, opts *ToolOptions) []tool.Tool {
 	var out []tool.Tool
 	seen := map[string]string{} // model-facing name → "server/tool" that has it
 	for _, c := range m.Conns(sessionID) {
-		if !offersTools(c.Status().State) {
+		if !offersTools(c.State()) {
 			continue
 		}
 		cfg := c.Config()
@@ -106,17 +131,20 @@ func (m *Manager) Lookup(sessionID, name string, opts *ToolOptions) (tool.Tool, 
 	if !strings.HasPrefix(name, ToolNamePrefix) {
 		return nil, false
 	}
+	rest := name[len(ToolNamePrefix):]
 	for _, c := range m.Conns(sessionID) {
-		if !strings.HasPrefix(name, ToolNamePrefix+Sanitize(c.Name())+"__") {
+		tname, ok := cutSanitized(rest, c.Name())
+		if !ok || !strings.HasPrefix(tname, "__") {
 			continue
 		}
+		tname = tname[2:]
 		// A failed HTTP or SSE server is reconnected for the next call
 		// (Conn.Do): its last tools stay callable.
-		if st := c.Status().State; !offersTools(st) && (st != Failed || c.Config().Type == "stdio") {
+		if st := c.State(); !offersTools(st) && (st != Failed || c.Config().Type == "stdio") {
 			continue
 		}
 		for _, t := range c.Tools() {
-			if t != nil && ToolName(c.Name(), t.Name) == name {
+			if t != nil && isSanitized(tname, t.Name) {
 				return newTool(m, sessionID, c.Name(), c.Config().AlwaysLoad, t, opts.withDefaults()), true
 			}
 		}

@@ -735,3 +735,23 @@ func TestServerNameCollision(t *testing.T) {
 		t.Errorf("Lookup = %v, %v; want the tool of g.x", tl, ok)
 	}
 }
+
+// TestCutSanitized: the name matching of Lookup agrees with Sanitize for
+// names with every kind of character (ASCII kept and replaced, multi-byte
+// runes, invalid UTF-8), as prefixes and whole.
+func TestCutSanitized(t *testing.T) {
+	names := []string{"", "a", "echo", "get-file_v2", "a.b", "a b", "ü", "日本", "x\xffy", "\xe6\x97", "srv__tool", "_-_"}
+	for _, raw := range names {
+		san := Sanitize(raw)
+		for _, s := range []string{san, san + "__x", san[:max(0, len(san)-1)], "q" + san, san + "ü"} {
+			rest, ok := cutSanitized(s, raw)
+			wantRest, wantOK := strings.CutPrefix(s, san)
+			if ok != wantOK || ok && rest != wantRest {
+				t.Errorf("cutSanitized(%q, %q) = %q, %v; Sanitize gives %q: want %q, %v", s, raw, rest, ok, san, wantRest, wantOK)
+			}
+			if got, want := isSanitized(s, raw), s == san; got != want {
+				t.Errorf("isSanitized(%q, %q) = %v, want %v", s, raw, got, want)
+			}
+		}
+	}
+}
