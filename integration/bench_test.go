@@ -245,7 +245,8 @@ func benchCallProcessReady(b *testing.B, setup func(root string) (name, input, m
 		}
 	}
 	// The client takes event batches, as tackle's own clients do
-	// (clients/client.Stream): recv returns their events one by one.
+	// (clients/client.Stream): recv returns the BatchAccepted a batch
+	// carries, then its events one by one.
 	var batched []*tacklev1.Event
 	recv := func() *tacklev1.ServerMessage {
 		for len(batched) == 0 {
@@ -260,6 +261,9 @@ func benchCallProcessReady(b *testing.B, setup func(root string) (name, input, m
 				return m
 			}
 			batched = m.GetEvents().GetEvents()
+			if acc := m.GetEvents().GetAccepted(); acc != nil {
+				return &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_BatchAccepted{BatchAccepted: acc}}
+			}
 		}
 		e := batched[0]
 		batched = batched[1:]

@@ -169,9 +169,19 @@ func TestClientAgainstDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got *tacklev1.ToolResult
+	accepted := false
 	for m, err := range s.Messages() {
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The batch_accepted comes first (the daemon puts it in the
+		// EventBatch of the turn's first events), then the events.
+		if !accepted {
+			if m.GetBatchAccepted().GetRef() != "r1" {
+				t.Fatalf("the first message after RunBatch is %v, want its batch_accepted", m)
+			}
+			accepted = true
+			continue
 		}
 		if r := m.GetEvent().GetResult(); r != nil {
 			got = r

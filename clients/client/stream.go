@@ -80,7 +80,8 @@ func (s *Stream) Send(m *tacklev1.ClientMessage) error {
 }
 
 // Recv receives one message. io.EOF means the daemon ended the stream.
-// The events of an EventBatch come one by one, each as an event message.
+// The events of an EventBatch come one by one, each as an event message,
+// after the batch_accepted message it carries, if any.
 func (s *Stream) Recv() (*tacklev1.ServerMessage, error) {
 	for len(s.batched) == 0 {
 		m, err := s.stream.Recv()
@@ -95,6 +96,9 @@ func (s *Stream) Recv() (*tacklev1.ServerMessage, error) {
 			return m, nil
 		}
 		s.batched = b.GetEvents() // an empty one (the daemon sends none) is skipped
+		if acc := b.GetAccepted(); acc != nil {
+			return &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_BatchAccepted{BatchAccepted: acc}}, nil
+		}
 	}
 	e := s.batched[0]
 	s.batched[0] = nil

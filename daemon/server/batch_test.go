@@ -80,8 +80,8 @@ func (bc *batchClient) take(m *tacklev1.ServerMessage) {
 		bc.batches++
 		bc.inBatch += len(evs)
 		bc.maxBytes = max(bc.maxBytes, proto.Size(m))
-		if len(evs) < 2 {
-			bc.t.Fatalf("a batch of %d events: one goes as an event message", len(evs))
+		if len(evs) < 2 && m.GetEvents().GetAccepted() == nil {
+			bc.t.Fatalf("a batch of %d events: one goes as an event message, unless a BatchAccepted rides with it", len(evs))
 		}
 		bc.queued = append(bc.queued, evs...)
 	case m.GetEvent() != nil:
@@ -89,6 +89,22 @@ func (bc *batchClient) take(m *tacklev1.ServerMessage) {
 	case m.GetError() != nil:
 		bc.t.Fatalf("stream error: %v", m.GetError())
 	}
+}
+
+// accepted receives the next message, which must carry a BatchAccepted:
+// its own message (inBatch false) or the EventBatch of the turn's first
+// events (inBatch true; the events are queued).
+func (bc *batchClient) accepted() (acc *tacklev1.BatchAccepted, inBatch bool) {
+	bc.t.Helper()
+	m := bc.client.recv()
+	if a := m.GetEvents().GetAccepted(); a != nil {
+		bc.take(m)
+		return a, true
+	}
+	if m.GetBatchAccepted() == nil {
+		bc.t.Fatalf("the first message after RunBatch is %v, want its BatchAccepted", m)
+	}
+	return m.GetBatchAccepted(), false
 }
 
 // TestEventBatches: a client that takes batches gets exactly the events a
@@ -183,7 +199,11 @@ func (bc *batchClient) runBatchBatched(session, ref string, calls ...*tacklev1.T
 		if a := m.GetBatchAccepted(); a != nil {
 			return a.GetTurnId()
 		}
+		a := m.GetEvents().GetAccepted() // its events follow it
 		bc.take(m)
+		if a != nil {
+			return a.GetTurnId()
+		}
 	}
 }
 
@@ -199,20 +219,29 @@ func TestBatchAcceptedFirst(t *testing.T) {
 
 	all := attachBatched(t, d.Client(), "all")
 	all.subscribeTypes(id)
+	withEvents := 0
 	for i := range 5 {
 		ref := fmt.Sprint("ref", i)
 		all.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
 			SessionId: id, Ref: ref, Calls: []*tacklev1.ToolCall{readCall(fmt.Sprint("r", i), path)},
 		}}})
-		m := all.client.recv()
-		if m.GetBatchAccepted().GetRef() != ref {
-			t.Fatalf("batch %d: the first message after RunBatch is %v, want its BatchAccepted", i, m)
+		acc, inBatch := all.accepted()
+		if acc.GetRef() != ref {
+			t.Fatalf("batch %d: the first message after RunBatch carries the BatchAccepted of %q", i, acc.GetRef())
 		}
-		turn := m.GetBatchAccepted().GetTurnId()
+		if inBatch {
+			withEvents++
+		}
+		turn := acc.GetTurnId()
 		got := all.events(func(e *tacklev1.Event) bool { return e.GetType() == "turn_ended" && e.GetTurnId() == turn })
 		if got[0].GetType() != "turn_started" || got[0].GetTurnId() != turn {
 			t.Fatalf("batch %d: the first event after BatchAccepted is %s of %s", i, got[0].GetType(), got[0].GetTurnId())
 		}
+	}
+	// It rides in the batch of the turn's first events (one message, not
+	// two), unless the turn took longer than acceptedDelay to start.
+	if withEvents == 0 {
+		t.Fatal("no BatchAccepted came in the EventBatch of its turn's first events")
 	}
 
 	results := attachBatched(t, d.Client(), "results")

@@ -520,8 +520,12 @@ func (*ServerMessage_Events) isServerMessage_Msg() {}
 // of its turn, a replay's page). A batch stays under 1 MB; a client that
 // does not ask for batches gets one `event` message per event.
 type EventBatch struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Events []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// accepted, when set, is the BatchAccepted that comes before these events:
+	// to a client that takes batches it rides with the first events of its
+	// turn the stream takes, instead of coming as a message of its own.
+	Accepted      *BatchAccepted `protobuf:"bytes,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +563,13 @@ func (*EventBatch) Descriptor() ([]byte, []int) {
 func (x *EventBatch) GetEvents() []*Event {
 	if x != nil {
 		return x.Events
+	}
+	return nil
+}
+
+func (x *EventBatch) GetAccepted() *BatchAccepted {
+	if x != nil {
+		return x.Accepted
 	}
 	return nil
 }
@@ -935,8 +946,9 @@ func (x *RunBatch) GetPermissionTimeoutSeconds() uint32 {
 
 // BatchAccepted tells the turn id given to a RunBatch. It comes before every
 // event of the turn, sent with the first of them that the stream takes (so
-// that they share one write), or at the latest 5 ms after the batch was
-// accepted. A StreamError instead means the batch did not run.
+// that they share one write; in their EventBatch, for a client that takes
+// batches), or at the latest 5 ms after the batch was accepted. A
+// StreamError instead means the batch did not run.
 type BatchAccepted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Ref           string                 `protobuf:"bytes,1,opt,name=ref,proto3" json:"ref,omitempty"`
@@ -8793,10 +8805,11 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\v2\x16.tackle.v1.StreamErrorH\x00R\x05error\x12D\n" +
 	"\x0fprompt_accepted\x18\x06 \x01(\v2\x19.tackle.v1.PromptAcceptedH\x00R\x0epromptAccepted\x12/\n" +
 	"\x06events\x18\a \x01(\v2\x15.tackle.v1.EventBatchH\x00R\x06eventsB\x05\n" +
-	"\x03msg\"6\n" +
+	"\x03msg\"l\n" +
 	"\n" +
 	"EventBatch\x12(\n" +
-	"\x06events\x18\x01 \x03(\v2\x10.tackle.v1.EventR\x06events\"\x9d\x01\n" +
+	"\x06events\x18\x01 \x03(\v2\x10.tackle.v1.EventR\x06events\x124\n" +
+	"\baccepted\x18\x02 \x01(\v2\x18.tackle.v1.BatchAcceptedR\baccepted\"\x9d\x01\n" +
 	"\x05Hello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
@@ -9690,151 +9703,152 @@ var file_tackle_v1_tackle_proto_depIdxs = []int32{
 	115, // 12: tackle.v1.ServerMessage.prompt_accepted:type_name -> tackle.v1.PromptAccepted
 	5,   // 13: tackle.v1.ServerMessage.events:type_name -> tackle.v1.EventBatch
 	32,  // 14: tackle.v1.EventBatch.events:type_name -> tackle.v1.Event
-	0,   // 15: tackle.v1.Hello.role:type_name -> tackle.v1.Role
-	0,   // 16: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
-	9,   // 17: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
-	1,   // 18: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
-	2,   // 19: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
-	117, // 20: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
-	117, // 21: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
-	27,  // 22: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
-	17,  // 23: tackle.v1.Session.settings_directories:type_name -> tackle.v1.WorkingDirectory
-	16,  // 24: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
-	25,  // 25: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
-	22,  // 26: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
-	21,  // 27: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
-	20,  // 28: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
-	34,  // 29: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
-	34,  // 30: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
-	33,  // 31: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
-	19,  // 32: tackle.v1.Snapshot.settings_problems:type_name -> tackle.v1.SettingsProblem
-	117, // 33: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
-	117, // 34: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
-	23,  // 35: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
-	117, // 36: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
-	29,  // 37: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
-	26,  // 38: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
-	117, // 39: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
-	2,   // 40: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
-	117, // 41: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
-	9,   // 42: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
-	24,  // 43: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
-	25,  // 44: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
-	30,  // 45: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
-	16,  // 46: tackle.v1.Event.session:type_name -> tackle.v1.Session
-	21,  // 47: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
-	31,  // 48: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
-	34,  // 49: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
-	36,  // 50: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
-	37,  // 51: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
-	28,  // 52: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
-	33,  // 53: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
-	35,  // 54: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
-	16,  // 55: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
-	16,  // 56: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
-	16,  // 57: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
-	46,  // 58: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
-	47,  // 59: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
-	13,  // 60: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
-	19,  // 61: tackle.v1.StatusResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
-	21,  // 62: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
-	21,  // 63: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
-	21,  // 64: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
-	25,  // 65: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
-	65,  // 66: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
-	66,  // 67: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
-	17,  // 68: tackle.v1.ExplainResponse.working_directories:type_name -> tackle.v1.WorkingDirectory
-	65,  // 69: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
-	65,  // 70: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
-	69,  // 71: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
-	70,  // 72: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
-	20,  // 73: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
-	19,  // 74: tackle.v1.ListRulesResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
-	117, // 75: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
-	73,  // 76: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
-	81,  // 77: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
-	117, // 78: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
-	117, // 79: tackle.v1.McpServer.retry_at:type_name -> google.protobuf.Timestamp
-	82,  // 80: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
-	83,  // 81: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
-	82,  // 82: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
-	20,  // 83: tackle.v1.ApproveMcpServersResponse.trust:type_name -> tackle.v1.TrustInfo
-	96,  // 84: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
-	97,  // 85: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
-	116, // 86: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
-	23,  // 87: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
-	101, // 88: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
-	105, // 89: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
-	106, // 90: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
-	105, // 91: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
-	114, // 92: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
-	3,   // 93: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
-	38,  // 94: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
-	40,  // 95: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
-	42,  // 96: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
-	44,  // 97: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
-	48,  // 98: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
-	50,  // 99: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
-	52,  // 100: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
-	54,  // 101: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
-	56,  // 102: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
-	58,  // 103: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
-	60,  // 104: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
-	62,  // 105: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
-	64,  // 106: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
-	68,  // 107: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
-	72,  // 108: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
-	75,  // 109: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
-	77,  // 110: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
-	79,  // 111: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
-	84,  // 112: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
-	86,  // 113: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
-	88,  // 114: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
-	90,  // 115: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
-	92,  // 116: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
-	94,  // 117: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
-	98,  // 118: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
-	100, // 119: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
-	103, // 120: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
-	107, // 121: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
-	109, // 122: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
-	111, // 123: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
-	4,   // 124: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
-	39,  // 125: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
-	41,  // 126: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
-	43,  // 127: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
-	45,  // 128: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
-	49,  // 129: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
-	51,  // 130: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
-	53,  // 131: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
-	55,  // 132: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
-	57,  // 133: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
-	59,  // 134: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
-	61,  // 135: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
-	63,  // 136: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
-	67,  // 137: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
-	71,  // 138: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
-	74,  // 139: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
-	76,  // 140: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
-	78,  // 141: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
-	80,  // 142: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
-	85,  // 143: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
-	87,  // 144: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
-	89,  // 145: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
-	91,  // 146: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
-	93,  // 147: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
-	95,  // 148: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
-	99,  // 149: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
-	102, // 150: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
-	104, // 151: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
-	108, // 152: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
-	110, // 153: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
-	112, // 154: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
-	124, // [124:155] is the sub-list for method output_type
-	93,  // [93:124] is the sub-list for method input_type
-	93,  // [93:93] is the sub-list for extension type_name
-	93,  // [93:93] is the sub-list for extension extendee
-	0,   // [0:93] is the sub-list for field type_name
+	11,  // 15: tackle.v1.EventBatch.accepted:type_name -> tackle.v1.BatchAccepted
+	0,   // 16: tackle.v1.Hello.role:type_name -> tackle.v1.Role
+	0,   // 17: tackle.v1.Welcome.role:type_name -> tackle.v1.Role
+	9,   // 18: tackle.v1.RunBatch.calls:type_name -> tackle.v1.ToolCall
+	1,   // 19: tackle.v1.PermissionAnswer.decision:type_name -> tackle.v1.Decision
+	2,   // 20: tackle.v1.PermissionAnswer.scope:type_name -> tackle.v1.Scope
+	117, // 21: tackle.v1.Session.created_at:type_name -> google.protobuf.Timestamp
+	117, // 22: tackle.v1.Session.updated_at:type_name -> google.protobuf.Timestamp
+	27,  // 23: tackle.v1.Session.agent:type_name -> tackle.v1.AgentLink
+	17,  // 24: tackle.v1.Session.settings_directories:type_name -> tackle.v1.WorkingDirectory
+	16,  // 25: tackle.v1.Snapshot.session:type_name -> tackle.v1.Session
+	25,  // 26: tackle.v1.Snapshot.pending_permissions:type_name -> tackle.v1.PermissionRequest
+	22,  // 27: tackle.v1.Snapshot.running_calls:type_name -> tackle.v1.RunningCall
+	21,  // 28: tackle.v1.Snapshot.shells:type_name -> tackle.v1.BackgroundShell
+	20,  // 29: tackle.v1.Snapshot.trust:type_name -> tackle.v1.TrustInfo
+	34,  // 30: tackle.v1.Snapshot.prompt:type_name -> tackle.v1.PromptInfo
+	34,  // 31: tackle.v1.Snapshot.queued_prompts:type_name -> tackle.v1.PromptInfo
+	33,  // 32: tackle.v1.Snapshot.mcp_auth:type_name -> tackle.v1.McpAuth
+	19,  // 33: tackle.v1.Snapshot.settings_problems:type_name -> tackle.v1.SettingsProblem
+	117, // 34: tackle.v1.BackgroundShell.started:type_name -> google.protobuf.Timestamp
+	117, // 35: tackle.v1.BackgroundShell.ended:type_name -> google.protobuf.Timestamp
+	23,  // 36: tackle.v1.ToolResult.content:type_name -> tackle.v1.ContentBlock
+	117, // 37: tackle.v1.PermissionRequest.deadline:type_name -> google.protobuf.Timestamp
+	29,  // 38: tackle.v1.PermissionRequest.options:type_name -> tackle.v1.PermissionOption
+	26,  // 39: tackle.v1.PermissionRequest.agent:type_name -> tackle.v1.AgentRef
+	117, // 40: tackle.v1.Subagent.started:type_name -> google.protobuf.Timestamp
+	2,   // 41: tackle.v1.PermissionOption.scope:type_name -> tackle.v1.Scope
+	117, // 42: tackle.v1.Event.time:type_name -> google.protobuf.Timestamp
+	9,   // 43: tackle.v1.Event.calls:type_name -> tackle.v1.ToolCall
+	24,  // 44: tackle.v1.Event.result:type_name -> tackle.v1.ToolResult
+	25,  // 45: tackle.v1.Event.permission:type_name -> tackle.v1.PermissionRequest
+	30,  // 46: tackle.v1.Event.resolution:type_name -> tackle.v1.PermissionResolved
+	16,  // 47: tackle.v1.Event.session:type_name -> tackle.v1.Session
+	21,  // 48: tackle.v1.Event.shell:type_name -> tackle.v1.BackgroundShell
+	31,  // 49: tackle.v1.Event.hook_run:type_name -> tackle.v1.HookRun
+	34,  // 50: tackle.v1.Event.prompt:type_name -> tackle.v1.PromptInfo
+	36,  // 51: tackle.v1.Event.delta:type_name -> tackle.v1.AssistantDelta
+	37,  // 52: tackle.v1.Event.retry:type_name -> tackle.v1.ModelRetry
+	28,  // 53: tackle.v1.Event.subagent:type_name -> tackle.v1.Subagent
+	33,  // 54: tackle.v1.Event.mcp_auth:type_name -> tackle.v1.McpAuth
+	35,  // 55: tackle.v1.PromptInfo.usage:type_name -> tackle.v1.Usage
+	16,  // 56: tackle.v1.CreateSessionResponse.session:type_name -> tackle.v1.Session
+	16,  // 57: tackle.v1.ListSessionsResponse.sessions:type_name -> tackle.v1.Session
+	16,  // 58: tackle.v1.GetSessionResponse.session:type_name -> tackle.v1.Session
+	46,  // 59: tackle.v1.ToolInfo.attributes:type_name -> tackle.v1.ToolAttributes
+	47,  // 60: tackle.v1.ListToolsResponse.tools:type_name -> tackle.v1.ToolInfo
+	13,  // 61: tackle.v1.AnswerPermissionRequest.answer:type_name -> tackle.v1.PermissionAnswer
+	19,  // 62: tackle.v1.StatusResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
+	21,  // 63: tackle.v1.ListShellsResponse.shells:type_name -> tackle.v1.BackgroundShell
+	21,  // 64: tackle.v1.ReadShellOutputResponse.shell:type_name -> tackle.v1.BackgroundShell
+	21,  // 65: tackle.v1.KillShellResponse.shell:type_name -> tackle.v1.BackgroundShell
+	25,  // 66: tackle.v1.ListPendingPermissionsResponse.requests:type_name -> tackle.v1.PermissionRequest
+	65,  // 67: tackle.v1.ExplainResponse.source:type_name -> tackle.v1.RuleSource
+	66,  // 68: tackle.v1.ExplainResponse.chain:type_name -> tackle.v1.ExplainStep
+	17,  // 69: tackle.v1.ExplainResponse.working_directories:type_name -> tackle.v1.WorkingDirectory
+	65,  // 70: tackle.v1.PermissionRule.source:type_name -> tackle.v1.RuleSource
+	65,  // 71: tackle.v1.RuleProblem.source:type_name -> tackle.v1.RuleSource
+	69,  // 72: tackle.v1.ListRulesResponse.rules:type_name -> tackle.v1.PermissionRule
+	70,  // 73: tackle.v1.ListRulesResponse.problems:type_name -> tackle.v1.RuleProblem
+	20,  // 74: tackle.v1.ListRulesResponse.trust:type_name -> tackle.v1.TrustInfo
+	19,  // 75: tackle.v1.ListRulesResponse.settings_problems:type_name -> tackle.v1.SettingsProblem
+	117, // 76: tackle.v1.AuditEntry.time:type_name -> google.protobuf.Timestamp
+	73,  // 77: tackle.v1.AuditResponse.entries:type_name -> tackle.v1.AuditEntry
+	81,  // 78: tackle.v1.ListTrustedResponse.entries:type_name -> tackle.v1.TrustedDir
+	117, // 79: tackle.v1.McpServer.since:type_name -> google.protobuf.Timestamp
+	117, // 80: tackle.v1.McpServer.retry_at:type_name -> google.protobuf.Timestamp
+	82,  // 81: tackle.v1.ListMcpServersResponse.servers:type_name -> tackle.v1.McpServer
+	83,  // 82: tackle.v1.ListMcpServersResponse.problems:type_name -> tackle.v1.McpProblem
+	82,  // 83: tackle.v1.ReconnectMcpServerResponse.server:type_name -> tackle.v1.McpServer
+	20,  // 84: tackle.v1.ApproveMcpServersResponse.trust:type_name -> tackle.v1.TrustInfo
+	96,  // 85: tackle.v1.McpPrompt.arguments:type_name -> tackle.v1.McpPromptArgument
+	97,  // 86: tackle.v1.ListMcpPromptsResponse.prompts:type_name -> tackle.v1.McpPrompt
+	116, // 87: tackle.v1.GetPromptRequest.arguments:type_name -> tackle.v1.GetPromptRequest.ArgumentsEntry
+	23,  // 88: tackle.v1.PromptMessage.content:type_name -> tackle.v1.ContentBlock
+	101, // 89: tackle.v1.GetPromptResponse.messages:type_name -> tackle.v1.PromptMessage
+	105, // 90: tackle.v1.ListSkillsResponse.skills:type_name -> tackle.v1.SkillInfo
+	106, // 91: tackle.v1.ListSkillsResponse.problems:type_name -> tackle.v1.SkillProblem
+	105, // 92: tackle.v1.GetSkillResponse.skill:type_name -> tackle.v1.SkillInfo
+	114, // 93: tackle.v1.PromptRequest.images:type_name -> tackle.v1.PromptImage
+	3,   // 94: tackle.v1.TackleService.Attach:input_type -> tackle.v1.ClientMessage
+	38,  // 95: tackle.v1.TackleService.CreateSession:input_type -> tackle.v1.CreateSessionRequest
+	40,  // 96: tackle.v1.TackleService.ListSessions:input_type -> tackle.v1.ListSessionsRequest
+	42,  // 97: tackle.v1.TackleService.GetSession:input_type -> tackle.v1.GetSessionRequest
+	44,  // 98: tackle.v1.TackleService.DeleteSession:input_type -> tackle.v1.DeleteSessionRequest
+	48,  // 99: tackle.v1.TackleService.ListTools:input_type -> tackle.v1.ListToolsRequest
+	50,  // 100: tackle.v1.TackleService.AnswerPermission:input_type -> tackle.v1.AnswerPermissionRequest
+	52,  // 101: tackle.v1.TackleService.Status:input_type -> tackle.v1.StatusRequest
+	54,  // 102: tackle.v1.TackleService.Shutdown:input_type -> tackle.v1.ShutdownRequest
+	56,  // 103: tackle.v1.TackleService.ListShells:input_type -> tackle.v1.ListShellsRequest
+	58,  // 104: tackle.v1.TackleService.ReadShellOutput:input_type -> tackle.v1.ReadShellOutputRequest
+	60,  // 105: tackle.v1.TackleService.KillShell:input_type -> tackle.v1.KillShellRequest
+	62,  // 106: tackle.v1.TackleService.ListPendingPermissions:input_type -> tackle.v1.ListPendingPermissionsRequest
+	64,  // 107: tackle.v1.TackleService.Explain:input_type -> tackle.v1.ExplainRequest
+	68,  // 108: tackle.v1.TackleService.ListRules:input_type -> tackle.v1.ListRulesRequest
+	72,  // 109: tackle.v1.TackleService.Audit:input_type -> tackle.v1.AuditRequest
+	75,  // 110: tackle.v1.TackleService.Trust:input_type -> tackle.v1.TrustRequest
+	77,  // 111: tackle.v1.TackleService.Untrust:input_type -> tackle.v1.UntrustRequest
+	79,  // 112: tackle.v1.TackleService.ListTrusted:input_type -> tackle.v1.ListTrustedRequest
+	84,  // 113: tackle.v1.TackleService.ListMcpServers:input_type -> tackle.v1.ListMcpServersRequest
+	86,  // 114: tackle.v1.TackleService.AddMcpServer:input_type -> tackle.v1.AddMcpServerRequest
+	88,  // 115: tackle.v1.TackleService.RemoveMcpServer:input_type -> tackle.v1.RemoveMcpServerRequest
+	90,  // 116: tackle.v1.TackleService.ReconnectMcpServer:input_type -> tackle.v1.ReconnectMcpServerRequest
+	92,  // 117: tackle.v1.TackleService.ApproveMcpServers:input_type -> tackle.v1.ApproveMcpServersRequest
+	94,  // 118: tackle.v1.TackleService.ReadMcpLogs:input_type -> tackle.v1.ReadMcpLogsRequest
+	98,  // 119: tackle.v1.TackleService.ListMcpPrompts:input_type -> tackle.v1.ListMcpPromptsRequest
+	100, // 120: tackle.v1.TackleService.GetPrompt:input_type -> tackle.v1.GetPromptRequest
+	103, // 121: tackle.v1.TackleService.LoadTools:input_type -> tackle.v1.LoadToolsRequest
+	107, // 122: tackle.v1.TackleService.ListSkills:input_type -> tackle.v1.ListSkillsRequest
+	109, // 123: tackle.v1.TackleService.GetSkill:input_type -> tackle.v1.GetSkillRequest
+	111, // 124: tackle.v1.TackleService.RenderSkill:input_type -> tackle.v1.RenderSkillRequest
+	4,   // 125: tackle.v1.TackleService.Attach:output_type -> tackle.v1.ServerMessage
+	39,  // 126: tackle.v1.TackleService.CreateSession:output_type -> tackle.v1.CreateSessionResponse
+	41,  // 127: tackle.v1.TackleService.ListSessions:output_type -> tackle.v1.ListSessionsResponse
+	43,  // 128: tackle.v1.TackleService.GetSession:output_type -> tackle.v1.GetSessionResponse
+	45,  // 129: tackle.v1.TackleService.DeleteSession:output_type -> tackle.v1.DeleteSessionResponse
+	49,  // 130: tackle.v1.TackleService.ListTools:output_type -> tackle.v1.ListToolsResponse
+	51,  // 131: tackle.v1.TackleService.AnswerPermission:output_type -> tackle.v1.AnswerPermissionResponse
+	53,  // 132: tackle.v1.TackleService.Status:output_type -> tackle.v1.StatusResponse
+	55,  // 133: tackle.v1.TackleService.Shutdown:output_type -> tackle.v1.ShutdownResponse
+	57,  // 134: tackle.v1.TackleService.ListShells:output_type -> tackle.v1.ListShellsResponse
+	59,  // 135: tackle.v1.TackleService.ReadShellOutput:output_type -> tackle.v1.ReadShellOutputResponse
+	61,  // 136: tackle.v1.TackleService.KillShell:output_type -> tackle.v1.KillShellResponse
+	63,  // 137: tackle.v1.TackleService.ListPendingPermissions:output_type -> tackle.v1.ListPendingPermissionsResponse
+	67,  // 138: tackle.v1.TackleService.Explain:output_type -> tackle.v1.ExplainResponse
+	71,  // 139: tackle.v1.TackleService.ListRules:output_type -> tackle.v1.ListRulesResponse
+	74,  // 140: tackle.v1.TackleService.Audit:output_type -> tackle.v1.AuditResponse
+	76,  // 141: tackle.v1.TackleService.Trust:output_type -> tackle.v1.TrustResponse
+	78,  // 142: tackle.v1.TackleService.Untrust:output_type -> tackle.v1.UntrustResponse
+	80,  // 143: tackle.v1.TackleService.ListTrusted:output_type -> tackle.v1.ListTrustedResponse
+	85,  // 144: tackle.v1.TackleService.ListMcpServers:output_type -> tackle.v1.ListMcpServersResponse
+	87,  // 145: tackle.v1.TackleService.AddMcpServer:output_type -> tackle.v1.AddMcpServerResponse
+	89,  // 146: tackle.v1.TackleService.RemoveMcpServer:output_type -> tackle.v1.RemoveMcpServerResponse
+	91,  // 147: tackle.v1.TackleService.ReconnectMcpServer:output_type -> tackle.v1.ReconnectMcpServerResponse
+	93,  // 148: tackle.v1.TackleService.ApproveMcpServers:output_type -> tackle.v1.ApproveMcpServersResponse
+	95,  // 149: tackle.v1.TackleService.ReadMcpLogs:output_type -> tackle.v1.ReadMcpLogsResponse
+	99,  // 150: tackle.v1.TackleService.ListMcpPrompts:output_type -> tackle.v1.ListMcpPromptsResponse
+	102, // 151: tackle.v1.TackleService.GetPrompt:output_type -> tackle.v1.GetPromptResponse
+	104, // 152: tackle.v1.TackleService.LoadTools:output_type -> tackle.v1.LoadToolsResponse
+	108, // 153: tackle.v1.TackleService.ListSkills:output_type -> tackle.v1.ListSkillsResponse
+	110, // 154: tackle.v1.TackleService.GetSkill:output_type -> tackle.v1.GetSkillResponse
+	112, // 155: tackle.v1.TackleService.RenderSkill:output_type -> tackle.v1.RenderSkillResponse
+	125, // [125:156] is the sub-list for method output_type
+	94,  // [94:125] is the sub-list for method input_type
+	94,  // [94:94] is the sub-list for extension type_name
+	94,  // [94:94] is the sub-list for extension extendee
+	0,   // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_tackle_v1_tackle_proto_init() }
