@@ -269,7 +269,7 @@ func benchCallProcessReady(b *testing.B, setup func(root string) (name, input, m
 		batched = batched[1:]
 		return &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: e}}
 	}
-	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "bench", Role: tacklev1.Role_ROLE_CONTROLLER, EventBatches: true}}})
+	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{ProtocolVersion: 1, ClientName: "bench", Role: tacklev1.Role_ROLE_CONTROLLER, EventBatches: true, AcceptedInBatches: true}}})
 	recv() // welcome
 	send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: &tacklev1.Subscribe{SessionId: id, LiveOnly: true}}})
 	recv() // snapshot

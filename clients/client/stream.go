@@ -38,7 +38,7 @@ func (c *Client) Attach(ctx context.Context, role tacklev1.Role) (*Stream, error
 		return nil, fmt.Errorf("attaching: %w", convertError(err))
 	}
 	s := &Stream{cancel: cancel, stream: st}
-	hello := &tacklev1.Hello{ProtocolVersion: ProtocolVersion, ClientName: c.name, Role: role, EventBatches: true}
+	hello := &tacklev1.Hello{ProtocolVersion: ProtocolVersion, ClientName: c.name, Role: role, EventBatches: true, AcceptedInBatches: true}
 	if err := s.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: hello}}); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("saying hello: %w", err)

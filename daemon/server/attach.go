@@ -47,16 +47,18 @@ type attachment struct {
 	// types are the only event types sent (Subscribe.event_types; none:
 	// all).
 	types []event.Type
-	// batches: the client takes EventBatch messages (Hello.event_batches).
-	batches bool
-	ready   []*event.Event // sendLive's, reused
+	// batches: the client takes EventBatch messages (Hello.event_batches);
+	// acceptedInBatch: and a BatchAccepted inside one
+	// (Hello.accepted_in_batches).
+	batches, acceptedInBatch bool
+	ready                    []*event.Event // sendLive's, reused
 
 	// accepted is a BatchAccepted not sent yet: it goes out right before
 	// the next message, which is usually the batch's first events (within
 	// microseconds: the turn starts at once), so that the two share one
-	// write and one wake-up of the client — for a client that takes
-	// batches, inside their EventBatch, one message fewer to frame and
-	// decode; at the latest acceptedDelay after the batch was accepted
+	// write and one wake-up of the client — for a client that takes it
+	// so (acceptedInBatch), inside their EventBatch, one message fewer to
+	// frame and decode; at the latest acceptedDelay after the batch was accepted
 	// (acceptedTimer), for a client that takes none of the turn's early
 	// events.
 	accepted      *tacklev1.ServerMessage
@@ -99,6 +101,8 @@ func (s *Server) Attach(stream tacklev1.TackleService_AttachServer) error {
 		clientID: s.newID(name + "-"),
 		role:     role,
 		batches:  hello.GetEventBatches(),
+		// A client of an earlier build ignores the field it does not know.
+		acceptedInBatch: hello.GetEventBatches() && hello.GetAcceptedInBatches(),
 	}
 	a.log = s.log.With("client", a.clientID)
 	s.clientsByID.put(a.clientID, peerClient(stream.Context(), name))
@@ -240,7 +244,7 @@ func (a *attachment) send(m *tacklev1.ServerMessage) error {
 	if p := a.accepted; p != nil {
 		a.accepted = nil
 		a.acceptedTimer.Stop()
-		if b := m.GetEvents(); b != nil {
+		if b := m.GetEvents(); b != nil && a.acceptedInBatch {
 			b.Accepted = p.GetBatchAccepted()
 		} else if err := a.stream.Send(p); err != nil {
 			return &sendError{err: err}
@@ -308,7 +312,7 @@ func (a *attachment) sendEvents(es []*event.Event) error {
 		switch {
 		case len(batch) == 0:
 			return nil
-		case len(batch) == 1 && a.accepted == nil:
+		case len(batch) == 1 && (a.accepted == nil || !a.acceptedInBatch):
 			m = &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Event{Event: batch[0]}}
 		default: // a BatchAccepted waiting goes in the batch (send)
 			m = &tacklev1.ServerMessage{Msg: &tacklev1.ServerMessage_Events{Events: &tacklev1.EventBatch{Events: batch}}}

@@ -14,8 +14,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// batchClient is an Attach stream that said Hello.event_batches; it
-// counts what came in EventBatch messages.
+// batchClient is an Attach stream that said Hello.event_batches (and
+// accepted_in_batches, as tackle's clients do, unless attachBatchedWith
+// says not); it counts what came in EventBatch messages.
 type batchClient struct {
 	*client
 	queued   []*tacklev1.Event
@@ -26,6 +27,13 @@ type batchClient struct {
 
 func attachBatched(t testing.TB, c tacklev1.TackleServiceClient, name string) *batchClient {
 	t.Helper()
+	return attachBatchedWith(t, c, name, true)
+}
+
+// attachBatchedWith is attachBatched; acceptedInBatches false is a client
+// of an earlier build, which does not know EventBatch.accepted.
+func attachBatchedWith(t testing.TB, c tacklev1.TackleServiceClient, name string, acceptedInBatches bool) *batchClient {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	st, err := c.Attach(ctx)
@@ -35,6 +43,7 @@ func attachBatched(t testing.TB, c tacklev1.TackleServiceClient, name string) *b
 	bc := &batchClient{client: &client{t: t, stream: st, cancel: cancel}}
 	bc.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Hello{Hello: &tacklev1.Hello{
 		ProtocolVersion: 1, ClientName: name, Role: tacklev1.Role_ROLE_CONTROLLER, EventBatches: true,
+		AcceptedInBatches: acceptedInBatches,
 	}}})
 	if bc.client.recv().GetWelcome() == nil {
 		t.Fatal("no welcome")
@@ -261,5 +270,26 @@ func TestBatchAcceptedFirst(t *testing.T) {
 	}
 	if e := results.events(func(e *tacklev1.Event) bool { return e.GetType() == "call_result" }); e[len(e)-1].GetCallId() != "b" {
 		t.Fatalf("then %v", e)
+	}
+
+	// A client that does not know EventBatch.accepted gets BatchAccepted as
+	// a message of its own, still before the turn's events.
+	earlier := attachBatchedWith(t, d.Client(), "earlier", false)
+	earlier.subscribeTypes(id)
+	slow := m.GetBatchAccepted().GetTurnId()
+	earlier.events(func(e *tacklev1.Event) bool { return e.GetType() == "turn_ended" && e.GetTurnId() == slow }) // the replay
+	for i := range 3 {
+		ref := fmt.Sprint("old", i)
+		earlier.send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_RunBatch{RunBatch: &tacklev1.RunBatch{
+			SessionId: id, Ref: ref, Calls: []*tacklev1.ToolCall{readCall(fmt.Sprint("o", i), path)},
+		}}})
+		acc, inBatch := earlier.accepted()
+		if acc.GetRef() != ref || inBatch {
+			t.Fatalf("batch %s: BatchAccepted of %q, in an EventBatch: %v; want its own message", ref, acc.GetRef(), inBatch)
+		}
+		got := earlier.events(func(e *tacklev1.Event) bool { return e.GetType() == "turn_ended" && e.GetTurnId() == acc.GetTurnId() })
+		if got[0].GetType() != "turn_started" || got[0].GetTurnId() != acc.GetTurnId() {
+			t.Fatalf("batch %s: the first event after BatchAccepted is %s of %s", ref, got[0].GetType(), got[0].GetTurnId())
+		}
 	}
 }

@@ -523,8 +523,9 @@ type EventBatch struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Events []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
 	// accepted, when set, is the BatchAccepted that comes before these events:
-	// to a client that takes batches it rides with the first events of its
-	// turn the stream takes, instead of coming as a message of its own.
+	// to a client that said Hello.accepted_in_batches it rides with the first
+	// events of its turn the stream takes, instead of coming as a message of
+	// its own.
 	Accepted      *BatchAccepted `protobuf:"bytes,2,opt,name=accepted,proto3" json:"accepted,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -584,9 +585,13 @@ type Hello struct {
 	Role       Role   `protobuf:"varint,3,opt,name=role,proto3,enum=tackle.v1.Role" json:"role,omitempty"`
 	// event_batches: the client takes ServerMessage.events (EventBatch) as
 	// well as single events. Fewer, larger messages cost less on both sides.
-	EventBatches  bool `protobuf:"varint,4,opt,name=event_batches,json=eventBatches,proto3" json:"event_batches,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	EventBatches bool `protobuf:"varint,4,opt,name=event_batches,json=eventBatches,proto3" json:"event_batches,omitempty"`
+	// accepted_in_batches: the client takes EventBatch.accepted (with
+	// event_batches); a client that does not say so gets every BatchAccepted
+	// as a message of its own.
+	AcceptedInBatches bool `protobuf:"varint,5,opt,name=accepted_in_batches,json=acceptedInBatches,proto3" json:"accepted_in_batches,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Hello) Reset() {
@@ -643,6 +648,13 @@ func (x *Hello) GetRole() Role {
 func (x *Hello) GetEventBatches() bool {
 	if x != nil {
 		return x.EventBatches
+	}
+	return false
+}
+
+func (x *Hello) GetAcceptedInBatches() bool {
+	if x != nil {
+		return x.AcceptedInBatches
 	}
 	return false
 }
@@ -946,8 +958,8 @@ func (x *RunBatch) GetPermissionTimeoutSeconds() uint32 {
 
 // BatchAccepted tells the turn id given to a RunBatch. It comes before every
 // event of the turn, sent with the first of them that the stream takes (so
-// that they share one write; in their EventBatch, for a client that takes
-// batches), or at the latest 5 ms after the batch was accepted. A
+// that they share one write; in their EventBatch, for a client that said
+// Hello.accepted_in_batches), or at the latest 5 ms after the batch was accepted. A
 // StreamError instead means the batch did not run.
 type BatchAccepted struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -8809,13 +8821,14 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\n" +
 	"EventBatch\x12(\n" +
 	"\x06events\x18\x01 \x03(\v2\x10.tackle.v1.EventR\x06events\x124\n" +
-	"\baccepted\x18\x02 \x01(\v2\x18.tackle.v1.BatchAcceptedR\baccepted\"\x9d\x01\n" +
+	"\baccepted\x18\x02 \x01(\v2\x18.tackle.v1.BatchAcceptedR\baccepted\"\xcd\x01\n" +
 	"\x05Hello\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12\x1f\n" +
 	"\vclient_name\x18\x02 \x01(\tR\n" +
 	"clientName\x12#\n" +
 	"\x04role\x18\x03 \x01(\x0e2\x0f.tackle.v1.RoleR\x04role\x12#\n" +
-	"\revent_batches\x18\x04 \x01(\bR\feventBatches\"\xb8\x01\n" +
+	"\revent_batches\x18\x04 \x01(\bR\feventBatches\x12.\n" +
+	"\x13accepted_in_batches\x18\x05 \x01(\bR\x11acceptedInBatches\"\xb8\x01\n" +
 	"\aWelcome\x12)\n" +
 	"\x10protocol_version\x18\x01 \x01(\rR\x0fprotocolVersion\x12%\n" +
 	"\x0edaemon_version\x18\x02 \x01(\tR\rdaemonVersion\x12\x19\n" +
