@@ -58,9 +58,9 @@ type attachment struct {
 	// microseconds: the turn starts at once), so that the two share one
 	// write and one wake-up of the client — for a client that takes it
 	// so (acceptedInBatch), inside their EventBatch, one message fewer to
-	// frame and decode; at the latest acceptedDelay after the batch was accepted
-	// (acceptedTimer), for a client that takes none of the turn's early
-	// events.
+	// frame and decode; at the latest acceptedDelay after the batch was
+	// accepted (acceptedTimer), for a client that takes none of the turn's
+	// early events.
 	accepted      *tacklev1.ServerMessage
 	acceptedTimer *time.Timer
 }

@@ -423,7 +423,8 @@ type wire struct {
 
 // decodeFast is decodeMessage for a message with few brackets, through the
 // decoder the go-sdk itself uses (segmentio's, keys matched exactly, every
-// member copied out of data), in half encoding/json's time. It reports
+// member copied out of data), in a sixth of encoding/json's time
+// (BenchmarkDecodeMessage). It reports
 // false for whatever it does not take as it is (an error, a malformed or
 // unusual message), which decodeMessage then decodes the slow way, for the
 // same value or its error.
