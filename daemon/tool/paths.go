@@ -25,8 +25,10 @@ const maxSymlinkHops = 40
 // absolute, cleaned paths.
 func RealPath(p string) string {
 	p = filepath.Clean(p)
-	if r, ok := resolved(p); ok {
-		return r
+	if strings.Count(p, "/") >= kernelDepth {
+		if r, ok := resolved(p); ok {
+			return r
+		}
 	}
 	for range maxSymlinkHops {
 		if r, err := filepath.EvalSymlinks(p); err == nil {
@@ -58,6 +60,13 @@ func RealPath(p string) string {
 	}
 	return p // a symlink loop: the path reached
 }
+
+// kernelDepth is the number of components from which resolved is cheaper
+// than filepath.EvalSymlinks, whose lstats cost about 1.1 µs each where
+// resolved's three system calls cost about 5 µs at any depth
+// (BenchmarkRealPath: 3.7 against 5.2 µs for three components, 10 against
+// 5.4 for nine).
+const kernelDepth = 5
 
 // oPath is Linux's O_PATH, which package syscall does not name: the open
 // resolves the path and opens nothing (no permission on the file needed, a

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -89,29 +90,33 @@ func TestResolvedFIFOAndMissing(t *testing.T) {
 	}
 }
 
+// BenchmarkRealPath resolves a file right below a temporary directory and
+// one six directories further down, with RealPath and with EvalSymlinks.
 func BenchmarkRealPath(b *testing.B) {
 	dir, err := filepath.EvalSymlinks(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	deep := filepath.Join(dir, "src", "project", "internal", "pkg")
+	deep := filepath.Join(dir, "home", "src", "project", "internal", "pkg", "sub")
 	if err := os.MkdirAll(deep, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	file := filepath.Join(deep, "file.go")
-	if err := os.WriteFile(file, nil, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	b.Run("RealPath", func(b *testing.B) {
-		for b.Loop() {
-			RealPath(file)
+	for _, file := range []string{filepath.Join(dir, "file.go"), filepath.Join(deep, "file.go")} {
+		if err := os.WriteFile(file, nil, 0o600); err != nil {
+			b.Fatal(err)
 		}
-	})
-	b.Run("EvalSymlinks", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := filepath.EvalSymlinks(file); err != nil {
-				b.Fatal(err)
+		depth := strings.Count(file, "/")
+		b.Run(fmt.Sprintf("components=%d/RealPath", depth), func(b *testing.B) {
+			for b.Loop() {
+				RealPath(file)
 			}
-		}
-	})
+		})
+		b.Run(fmt.Sprintf("components=%d/EvalSymlinks", depth), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := filepath.EvalSymlinks(file); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
