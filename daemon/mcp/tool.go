@@ -34,13 +34,18 @@ func Sanitize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	for _, r := range s {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+		if kept(r) {
 			b.WriteRune(r)
 		} else {
 			b.WriteByte('_')
 		}
 	}
 	return b.String()
+}
+
+// kept reports whether Sanitize keeps r: [A-Za-z0-9_-].
+func kept(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
 }
 
 // cutSanitized reports whether s starts with Sanitize(raw) and returns
@@ -50,7 +55,7 @@ func cutSanitized(s, raw string) (string, bool) {
 		if len(s) == 0 {
 			return "", false
 		}
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+		if kept(r) {
 			if s[0] != byte(r) {
 				return "", false
 			}
