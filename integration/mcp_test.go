@@ -31,6 +31,8 @@ type mcpServerJSON struct {
 	Restarts  int      `json:"restarts"`
 	LogPath   string   `json:"log_path"`
 	ToolNames []string `json:"tool_names"`
+	RetryAt   string   `json:"retry_at"`
+	Attempts  int      `json:"attempts"`
 }
 
 // mcpServer returns the named server of `tackle mcp list` (with args).
