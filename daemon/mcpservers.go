@@ -123,7 +123,9 @@ func (l *mcpLayer) sync(sess *session.Session) {
 			servers[i].Env = merged
 		}
 	}
-	l.mgr.Use(sess.ID(), servers, sess.WorkingDirs())
+	for _, name := range l.mgr.Use(sess.ID(), servers, sess.WorkingDirs()) {
+		l.announce(sess, name)
+	}
 	var lines []string
 	for _, p := range problems {
 		lines = append(lines, p.Error())
@@ -177,13 +179,16 @@ func (l *mcpLayer) resync() {
 // changed tells the sessions using server that their tool pool changed.
 func (l *mcpLayer) changed(serverName string) {
 	for _, id := range l.sessionsOf(serverName) {
-		sess, err := l.d.sessions.Get(context.Background(), id)
-		if err != nil {
-			continue
+		if sess, err := l.d.sessions.Get(context.Background(), id); err == nil {
+			l.announce(sess, serverName)
 		}
-		if _, err := sess.Append(&event.Event{Type: event.ToolsChanged, Text: serverName}); err != nil {
-			l.d.log.Debug("announcing a changed tool pool", "session", id, "error", err)
-		}
+	}
+}
+
+// announce tells sess that the tools of the server of that name changed.
+func (l *mcpLayer) announce(sess *session.Session, serverName string) {
+	if _, err := sess.Append(&event.Event{Type: event.ToolsChanged, Text: serverName}); err != nil {
+		l.d.log.Debug("announcing a changed tool pool", "session", sess.ID(), "error", err)
 	}
 }
 
@@ -290,7 +295,9 @@ func (l *mcpLayer) useInline(child, parent *session.Session, inline []config.MCP
 	l.mu.Lock()
 	l.own[child.ID()] = true
 	l.mu.Unlock()
-	l.mgr.Use(child.ID(), all, child.WorkingDirs())
+	for _, name := range l.mgr.Use(child.ID(), all, child.WorkingDirs()) {
+		l.announce(child, name)
+	}
 	// The child's first request lists their tools: wait for them to
 	// connect (each bounded by its startup timeout).
 	for _, c := range l.mgr.Conns(child.ID()) {

@@ -501,3 +501,38 @@ func TestMCPFirstCommandOpensSessionWithEnvironment(t *testing.T) {
 		t.Errorf("server %d environment lacks the client's value:\n%.1500s", s.PID, res.text())
 	}
 }
+
+// A server removed from the configuration leaves the session's tools at
+// once, announced by tools_changed, while another session's use of the
+// same connection goes on.
+func TestMCPRemovedServerIsAnnounced(t *testing.T) {
+	e := newEnv(t)
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	if r := e.tackle("", "mcp", "add", "--scope", "user", "ev", "--", bin, "stdio"); r.code != 0 {
+		t.Fatalf("mcp add: %+v", r)
+	}
+	sid := faultMCPSession(t, e)
+	e.waitMCP("ev", connected, "--session", sid)
+	events := liveEvents(t, e, sid)
+	if r := e.tackle("", "mcp", "remove", "ev"); r.code != 0 {
+		t.Fatalf("mcp remove: %+v", r)
+	}
+	deadline := time.AfterFunc(30*time.Second, func() { events.Close() })
+	defer deadline.Stop()
+	for {
+		m, err := events.Recv()
+		if err != nil {
+			t.Fatalf("no tools_changed for the removed server within 30 s: %v", err)
+		}
+		if ev := m.GetEvent(); ev.GetType() == "tools_changed" && ev.GetText() == "ev" {
+			break
+		}
+	}
+	if s, found := e.mcpServer("ev", "--session", sid); found {
+		t.Errorf("the removed server is still listed: %+v", s)
+	}
+	r := e.tackle("", "call", "mcp__ev__echo", `{"message":"gone"}`, "--session", sid, "--permission-mode", "bypassPermissions")
+	if r.code != 2 || !strings.Contains(r.stderr, `unknown tool "mcp__ev__echo"`) {
+		t.Fatalf("the removed server's tool: %+v", r)
+	}
+}

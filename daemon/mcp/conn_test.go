@@ -523,6 +523,37 @@ func TestNeverStartedStates(t *testing.T) {
 	}
 }
 
+// Use names what changed for its session: a server gone, replaced by
+// another entry or changed state, not a placeholder made again the same,
+// nor a server that comes new (it is announced once connected).
+func TestUseNamesWhatTheSessionLost(t *testing.T) {
+	h := newHarness(t, nil)
+	off := everything(t, "off")
+	off.State = config.MCPDisabled
+	ask := everything(t, "ask")
+	ask.State = config.MCPNeedsApproval
+	real := everything(t, "real")
+	if got := h.m.Use("s1", []config.MCPServer{off, ask, real}, nil); len(got) != 0 {
+		t.Errorf("first Use changed %v", got)
+	}
+	h.m.Use("s2", []config.MCPServer{real}, nil) // another session keeps "real"'s connection
+	if got := h.m.Use("s1", []config.MCPServer{off, ask, real}, nil); len(got) != 0 {
+		t.Errorf("the same servers again changed %v", got)
+	}
+	ask.State = config.MCPDisabled
+	other := real
+	other.Args = []string{"stdio", "--another"}
+	if got := h.m.Use("s1", []config.MCPServer{ask, other}, nil); !slices.Equal(got, []string{"ask", "off", "real"}) {
+		t.Errorf("a state change, a removal and a replaced entry changed %v", got)
+	}
+	if got := h.m.Use("s1", nil, nil); !slices.Equal(got, []string{"ask", "real"}) {
+		t.Errorf("removing every server changed %v", got)
+	}
+	if st := h.m.Status(); len(st) != 1 || st[0].Name != "real" || !slices.Equal(st[0].Sessions, []string{"s2"}) {
+		t.Errorf("after s1 left: %+v", st)
+	}
+}
+
 // httpPeer runs server-everything in an HTTP mode on port until stop.
 type httpPeer struct {
 	cmd  *exec.Cmd

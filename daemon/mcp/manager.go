@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -199,7 +200,13 @@ func connKey(s *config.MCPServer) string { return s.Name + "\x00" + s.Digest() }
 // in the background; servers no session uses any more are closed. Servers
 // that need approval or are disabled are listed and never started. It is
 // safe to call again whenever the configuration or the roots change.
-func (m *Manager) Use(sessionID string, servers []config.MCPServer, roots []string) {
+//
+// It returns, sorted, the names whose connection changed for this session:
+// a server it no longer uses, one replaced by another entry of that name,
+// one that became disabled or needs approval, or the other way round. Their
+// tools changed now, and OnChange, which follows a connection's sessions,
+// no longer reaches a session that left it: the caller tells the session.
+func (m *Manager) Use(sessionID string, servers []config.MCPServer, roots []string) (changed []string) {
 	roots = append([]string(nil), roots...)
 	m.mu.Lock()
 	if m.closed {
@@ -234,14 +241,18 @@ func (m *Manager) Use(sessionID string, servers []config.MCPServer, roots []stri
 	}
 	var drop []*Conn
 	if old != nil {
-		for _, c := range old.conns {
+		for name, c := range old.conns {
 			if !touched[c] && m.releaseLocked(sessionID, c) {
 				drop = append(drop, c)
+			}
+			if n := use.conns[name]; n != c && (n == nil || c.cfg.State == "" || n.cfg.State != c.cfg.State) {
+				changed = append(changed, name) // not the same placeholder made again either
 			}
 		}
 	}
 	m.sessions[sessionID] = use
 	m.mu.Unlock()
+	slices.Sort(changed)
 
 	for c := range touched {
 		c.mu.Lock()
@@ -253,11 +264,7 @@ func (m *Manager) Use(sessionID string, servers []config.MCPServer, roots []stri
 		c.start()
 	}
 	m.closeAll(drop, false)
-	if len(drop) > 0 || old == nil {
-		for _, c := range drop {
-			m.notify(c.cfg.Name)
-		}
-	}
+	return changed
 }
 
 // releaseLocked removes sessionID from c and reports whether c is unused
