@@ -116,14 +116,20 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	msg := fmt.Sprintf("MCP server %q is %s", e.Server, e.State)
-	switch e.State {
+	var msg string
+	switch name := fmt.Sprintf("MCP server %q", e.Server); e.State {
+	case Failed:
+		msg = name + " has failed"
 	case NeedsApproval:
-		msg += fmt.Sprintf(": approve it with `tackle mcp approve %s`", e.Server)
+		msg = name + fmt.Sprintf(" needs approval: approve it with `tackle mcp approve %s`", e.Server)
 	case NeedsTrust:
-		msg += ": the workspace its configuration comes from is not trusted; trust it with `tackle trust` in that directory (and approve an .mcp.json server with `tackle mcp approve " + e.Server + "`)"
+		msg = name + " needs trust: the workspace its configuration comes from is not trusted; trust it with `tackle trust` in that directory (and approve an .mcp.json server with `tackle mcp approve " + e.Server + "`)"
+	case NeedsAuth:
+		msg = name + " needs authorisation"
 	case Disabled:
-		msg += " by configuration"
+		msg = name + " is disabled by configuration"
+	default: // pending, connecting
+		msg = fmt.Sprintf("%s is %s", name, e.State)
 	}
 	if e.Err != "" {
 		msg += ": " + e.Err
@@ -770,8 +776,10 @@ func (c *Conn) backoff(tries *int, cause error) bool {
 
 // retryRemote waits before the next attempt to reach a remote server:
 // Backoff doubling per failed attempt up to MaxBackoff, ±20% jitter, in
-// state Failed with a message saying when. A call or Reconnect wakes it
-// early. It returns false when the Conn closes.
+// state Failed. The message names the attempt but not the delay, which
+// would be stale a second later: RetryAt says when, and what shows it
+// counts down from there. A call or Reconnect wakes it early. It returns
+// false when the Conn closes.
 func (c *Conn) retryRemote(cause error) bool {
 	c.mu.Lock()
 	c.attempts++
@@ -784,20 +792,12 @@ func (c *Conn) retryRemote(cause error) bool {
 	d += time.Duration((rand.Float64()*0.4 - 0.2) * float64(d))
 	c.retryAt = time.Now().Add(d)
 	c.mu.Unlock()
-	c.setState(Failed, fmt.Sprintf("%v (attempt %d; tried again by itself, next in %s)", cause, n, roundDelay(d)))
+	c.setState(Failed, fmt.Sprintf("%v (attempt %d; tried again by itself)", cause, n))
 	ok := c.waitWake(d)
 	c.mu.Lock()
 	c.retryAt = time.Time{}
 	c.mu.Unlock()
 	return ok
-}
-
-// roundDelay shows a delay to the second (to the millisecond below one).
-func roundDelay(d time.Duration) time.Duration {
-	if d < time.Second {
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(time.Second)
 }
 
 // retryWord names what a retry is: a restart of a process, a reconnect

@@ -485,7 +485,7 @@ func TestBadServersDoNotAffectOthers(t *testing.T) {
 		!strings.Contains(string(b), "junk during a call") {
 		t.Errorf("junk log = %q, %v", b, err)
 	}
-	if _, err := callTool(ctx, get("silent"), "echo", nil); err == nil || !strings.Contains(err.Error(), `"silent" is failed`) {
+	if _, err := callTool(ctx, get("silent"), "echo", nil); err == nil || !strings.Contains(err.Error(), `"silent" has failed`) {
 		t.Errorf("call to silent = %v", err)
 	}
 	// A good server is still fine.
