@@ -122,9 +122,17 @@ func New(opts *Options) (*Server, error) {
 }
 
 // Serve runs one MCP session on in and out (newline-delimited JSON-RPC, as
-// on stdio) until in ends or ctx is done.
+// on stdio) until in ends or ctx is done. A line that is not a JSON-RPC
+// message (not JSON, not a request, too long) is answered with a JSON-RPC
+// error and the session goes on: one bad line of a client must not end
+// its session.
 func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
-	return s.Run(ctx, &mcpstdio.Transport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	return s.Run(ctx, &mcpstdio.Transport{
+		Reader: io.NopCloser(in), Writer: nopWriteCloser{out}, Reply: true,
+		Junk: func(line []byte) {
+			fmt.Fprintf(s.o.Log, "tackle mcp serve: answered a line that is not a JSON-RPC message with an error: %.200s\n", line)
+		},
+	})
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -148,7 +156,10 @@ func legacyVersions() []string {
 // no SessionID), waits up to SettleTimeout for its MCP servers to start,
 // and lists the tools before it answers the client's initialize; its
 // Attach stream is opened once the client is initialized. Errors are those
-// of that start: a daemon that cannot be reached, an unknown session.
+// of that start (a daemon that cannot be reached, an unknown session) and
+// what else ends the session before the client leaves: a connection that
+// fails, the session removed. The client closing its side, or ctx, ends it
+// cleanly (nil).
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -210,12 +221,14 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 		err = <-waited
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
-		b.logf("the MCP session ended: %v", err)
+		err = fmt.Errorf("the MCP session ended: %w", err)
+	} else {
+		err = nil
 	}
 	cancel()
 	b.closeLink()
 	b.wg.Wait()
-	return nil
+	return err
 }
 
 // callerIdle is how long a goroutine of bridge.callers waits for the next

@@ -1,6 +1,7 @@
 package mcpserve_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -1004,5 +1005,163 @@ func TestToolMetadataUnchanged(t *testing.T) {
 	}
 	if withMeta == 0 {
 		t.Fatal("server-everything sent no titles, annotations or output schemas: the test proves nothing")
+	}
+}
+
+// rawServe runs Serve on pipes the test writes raw lines to and reads
+// lines from, as a client that is not the go-sdk's would.
+type rawServe struct {
+	t    *testing.T
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	log  *logBuf
+	done chan error
+}
+
+func (f *fixture) rawServe(opts mcpserve.Options) *rawServe {
+	f.t.Helper()
+	if opts.Dial == nil {
+		opts.Dial = f.dial
+	}
+	if opts.Cwd == "" && opts.SessionID == "" {
+		opts.Cwd = f.dir
+	}
+	r := &rawServe{t: f.t, log: &logBuf{}, done: make(chan error, 1)}
+	opts.Log = r.log
+	srv, err := mcpserve.New(&opts)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	toR, toW := io.Pipe()
+	fromR, fromW := io.Pipe()
+	r.in, r.out = toW, bufio.NewReader(fromR)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		err := srv.Serve(ctx, toR, fromW)
+		fromW.Close()
+		toR.Close()
+		r.done <- err
+	}()
+	f.t.Cleanup(func() {
+		toW.Close()
+		go io.Copy(io.Discard, fromR) //nolint:errcheck // draining until Serve ends
+		select {
+		case <-r.done:
+		case <-time.After(testTimeout):
+			f.t.Errorf("Serve did not return after stdin closed\n%s", r.log)
+		}
+		cancel()
+	})
+	return r
+}
+
+func (r *rawServe) send(line string) {
+	r.t.Helper()
+	if _, err := io.WriteString(r.in, line+"\n"); err != nil {
+		r.t.Fatalf("writing to serve: %v\n%s", err, r.log)
+	}
+}
+
+// recv reads serve's next message that is not a notification.
+func (r *rawServe) recv() map[string]any {
+	r.t.Helper()
+	type line struct {
+		s   string
+		err error
+	}
+	for {
+		got := make(chan line, 1)
+		go func() {
+			s, err := r.out.ReadString('\n')
+			got <- line{s, err}
+		}()
+		var l line
+		select {
+		case l = <-got:
+		case <-time.After(testTimeout):
+			r.t.Fatalf("serve answered nothing\n%s", r.log)
+		}
+		if l.err != nil {
+			r.t.Fatalf("reading from serve: %v\n%s", l.err, r.log)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l.s), &m); err != nil {
+			r.t.Fatalf("serve wrote %q: %v", l.s, err)
+		}
+		if _, ok := m["method"]; !ok || m["id"] != nil {
+			return m
+		}
+	}
+}
+
+// initialize runs the MCP handshake on r.
+func (r *rawServe) initialize() {
+	r.t.Helper()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if m := r.recv(); m["result"] == nil {
+		r.t.Fatalf("initialize answered %v", m)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// A line that is not JSON, a JSON value that is not a request, and a line
+// over the maximum length are each answered with a JSON-RPC error (Parse
+// error, Invalid Request), and the session goes on.
+func TestInvalidLinesAreAnswered(t *testing.T) {
+	f := start(t, nil)
+	r := f.rawServe(mcpserve.Options{})
+	r.initialize()
+	big := `{"jsonrpc":"2.0","id":9,"method":"ping","params":{"x":"` + strings.Repeat("a", mcp.DefaultMaxLineLength) + `"}}`
+	for _, tc := range []struct {
+		line string
+		code float64
+		id   any
+	}{
+		{`{not json`, -32700, nil},
+		{`42`, -32600, nil},
+		{`{"jsonrpc":"2.0","id":7,"method":3}`, -32600, float64(7)},
+		{big, -32600, float64(9)},
+	} {
+		r.send(tc.line)
+		m := r.recv()
+		e, _ := m["error"].(map[string]any)
+		if id, ok := m["id"]; !ok || id != tc.id || e == nil || e["code"] != tc.code {
+			t.Errorf("%.40s answered %.300v; want error %v with id %v", tc.line, m, tc.code, tc.id)
+		}
+	}
+	r.send(`{"jsonrpc":"2.0","id":10,"method":"tools/list"}`)
+	if m := r.recv(); m["id"] != float64(10) || m["result"] == nil {
+		t.Fatalf("tools/list after the bad lines answered %.300v; want its result\n%s", m, r.log)
+	}
+	if !strings.Contains(r.log.String(), "{not json") {
+		t.Errorf("stderr does not show the line that was answered with an error:\n%s", r.log)
+	}
+}
+
+// failingWriter fails every write, as a stdout whose reader went away.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrClosedPipe }
+
+// A session that ends because of an error, not the client closing stdin,
+// makes `tackle mcp serve` exit non-zero with the error on stderr.
+func TestServeExitsNonZeroOnError(t *testing.T) {
+	f := start(t, nil)
+	toR, toW := io.Pipe()
+	stderr := &logBuf{}
+	exited := make(chan int, 1)
+	go func() {
+		exited <- cli.Main(context.Background(), []string{"--socket", f.d.Socket(), "--no-autostart", "mcp", "serve", "--cwd", f.dir},
+			toR, failingWriter{}, stderr, []string{"HOME=" + f.d.Home(), "PATH=" + os.Getenv("PATH")})
+	}()
+	io.WriteString(toW, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`+"\n")
+	defer toW.Close()
+	select {
+	case code := <-exited:
+		if code == 0 || !strings.Contains(stderr.String(), "the MCP session ended") {
+			t.Errorf("tackle mcp serve exited %d; want non-zero with the error on stderr:\n%s", code, stderr)
+		}
+	case <-time.After(testTimeout):
+		t.Fatalf("tackle mcp serve did not exit after its stdout failed\n%s", stderr)
 	}
 }

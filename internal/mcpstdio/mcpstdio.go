@@ -18,7 +18,8 @@
 // is written. Unlike the go-sdk, a line is the frame, of at most MaxLine
 // bytes, and a line that is not JSON, not a JSON object or array, or too
 // long can be handed to a Junk function and skipped instead of ending the
-// connection.
+// connection, or, on a server's side (Reply), answered with a JSON-RPC
+// error response.
 //
 // It must not interpret MCP itself: the go-sdk owns the protocol.
 package mcpstdio
@@ -51,6 +52,15 @@ type Transport struct {
 	// a line ends the connection with an error. The slice is valid only
 	// during the call.
 	Junk func(line []byte)
+	// Reply, if set, answers a line that is not a JSON-RPC message with
+	// an error response and reads on, as JSON-RPC 2.0 asks of a server: a
+	// line that is not JSON gets Parse error (-32700, id null); other
+	// JSON that is not a valid message, a batch's invalid members, and a
+	// line longer than MaxLine get Invalid Request (-32600), with the
+	// request's id when its method and id can be read, else id null. That
+	// is framing, below MCP, and the go-sdk would end the connection on
+	// it. Junk, if set, still sees such lines.
+	Reply bool
 }
 
 // Connect implements mcp.Transport. It starts the goroutine that reads
@@ -66,6 +76,7 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 		max:      max,
 		w:        t.Writer,
 		junk:     t.Junk,
+		reply:    t.Reply,
 		incoming: make(chan inbound),
 		closed:   make(chan struct{}),
 	}
@@ -73,21 +84,24 @@ func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	return c, nil
 }
 
-// inbound is what the read loop hands to Read: one message, or a batch, or
-// the error that ended reading.
+// inbound is what the read loop hands to Read: one message, or a batch
+// (and, with Reply, the answers to its invalid members), or the error that
+// ended reading.
 type inbound struct {
-	msg   jsonrpc.Message
-	batch []jsonrpc.Message
-	err   error
+	msg     jsonrpc.Message
+	batch   []jsonrpc.Message
+	invalid []*rejection
+	err     error
 }
 
 type conn struct {
-	r    *bufio.Reader // the read loop's alone
-	line []byte        // a line longer than r's buffer, put together
-	rc   io.Closer
-	max  int
-	w    io.WriteCloser
-	junk func([]byte)
+	r     *bufio.Reader // the read loop's alone
+	line  []byte        // a line longer than r's buffer, put together
+	rc    io.Closer
+	max   int
+	w     io.WriteCloser
+	junk  func([]byte)
+	reply bool
 
 	incoming chan inbound      // unbuffered: the read loop waits for Read
 	queue    []jsonrpc.Message // the rest of a batch; Read's alone
@@ -108,18 +122,28 @@ type conn struct {
 type batch struct {
 	index     map[jsonrpc.ID]int // unanswered request → its response's place
 	responses []*jsonrpc.Response
+	invalid   []*rejection // the answers to its invalid members (Reply), sent after
 }
 
 func (c *conn) readLoop() {
 	for {
-		line, err := c.readLine()
+		line, long, err := c.readLine()
 		var in inbound
 		switch t := bytes.TrimSpace(line); {
+		case long:
+			if c.junk != nil {
+				c.junk(fmt.Appendf(nil, "(a line longer than %d bytes, dropped) %.200s", c.max, t))
+			}
+			if c.reply {
+				c.answer(invalidRequest(headID(t), fmt.Sprintf("the message is longer than %d bytes", c.max)))
+			}
 		case len(t) == 0:
+		case c.reply:
+			in = c.decodeReplying(t)
 		case c.junk != nil && t[0] != '{' && t[0] != '[':
 			c.junk(t)
 		default:
-			if in = decodeLine(t); c.junk != nil && errors.As(in.err, new(*json.SyntaxError)) {
+			if in = decodeLine(t, false); c.junk != nil && errors.As(in.err, new(*json.SyntaxError)) {
 				c.junk(t)
 				in = inbound{}
 			}
@@ -136,38 +160,59 @@ func (c *conn) readLoop() {
 	}
 }
 
+// decodeReplying decodes line t in Reply mode: what is not a message is
+// answered here (and shown to Junk), and reading goes on.
+func (c *conn) decodeReplying(t []byte) inbound {
+	in := decodeLine(t, true)
+	if in.err == nil {
+		if in.batch == nil && len(in.invalid) > 0 {
+			c.answerBatch(in.invalid) // a batch of nothing but invalid members
+			in.invalid = nil
+		}
+		return in
+	}
+	if c.junk != nil {
+		c.junk(t)
+	}
+	if !json.Valid(t) {
+		c.answer(&rejection{code: jsonrpc.CodeParseError, message: "Parse error: the line is not JSON"})
+	} else {
+		c.answer(invalidRequest(requestID(t), in.err.Error()))
+	}
+	return inbound{}
+}
+
 // readLine reads one line. The slice is valid until the next call. A line
-// longer than c.max is an error, or with Junk set its head goes to Junk and
-// the line is skipped.
-func (c *conn) readLine() ([]byte, error) {
+// longer than c.max is an error; with Junk or Reply set it is read to its
+// end and dropped instead, and readLine returns its head (at most
+// maxHead bytes) with long set.
+func (c *conn) readLine() (line []byte, long bool, err error) {
 	c.line = c.line[:0]
-	tooLong := false
 	for {
 		chunk, err := c.r.ReadSlice('\n')
-		if err != bufio.ErrBufferFull && len(c.line) == 0 && !tooLong && len(chunk) <= c.max {
-			return chunk, err // the common case: the line is in the buffer
+		if err != bufio.ErrBufferFull && len(c.line) == 0 && !long && len(chunk) <= c.max {
+			return chunk, false, err // the common case: the line is in the buffer
 		}
-		if !tooLong && len(c.line)+len(chunk) > c.max {
-			if c.junk == nil {
-				return nil, fmt.Errorf("reading a JSON-RPC message: a line is longer than %d bytes", c.max)
+		if !long && len(c.line)+len(chunk) > c.max {
+			if c.junk == nil && !c.reply {
+				return nil, false, fmt.Errorf("reading a JSON-RPC message: a line is longer than %d bytes", c.max)
 			}
-			head := append(c.line, chunk...)
-			c.junk(fmt.Appendf(nil, "(a line longer than %d bytes, dropped) %.200s", c.max, head))
-			c.line, tooLong = c.line[:0], true
+			c.line = append(c.line, chunk...)
+			c.line, long = c.line[:min(len(c.line), maxHead)], true
 		}
-		if !tooLong {
+		if !long {
 			c.line = append(c.line, chunk...)
 		}
 		if err == bufio.ErrBufferFull {
 			continue
 		}
-		if tooLong && err == nil {
-			c.line, tooLong = c.line[:0], false
-			continue // the next line
-		}
-		return c.line, err
+		return c.line, long, err
 	}
 }
+
+// maxHead bounds the head of a dropped line kept for Junk and for the id
+// of its answer.
+const maxHead = 64 << 10
 
 // deliver hands in to Read; it reports false once the connection is closed.
 func (c *conn) deliver(in inbound) bool {
@@ -203,7 +248,7 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	if in.batch == nil {
 		return in.msg, nil
 	}
-	if err := c.addBatch(in.batch); err != nil {
+	if err := c.addBatch(in.batch, in.invalid); err != nil {
 		return nil, err
 	}
 	c.queue = in.batch[1:]
@@ -211,8 +256,9 @@ func (c *conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // addBatch records the requests of an incoming batch, whose responses go
-// back together.
-func (c *conn) addBatch(msgs []jsonrpc.Message) error {
+// back together with the answers to its invalid members; those are sent
+// at once when it has no requests to wait for.
+func (c *conn) addBatch(msgs []jsonrpc.Message, invalid []*rejection) error {
 	var b *batch
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
@@ -229,8 +275,12 @@ func (c *conn) addBatch(msgs []jsonrpc.Message) error {
 		b.responses = append(b.responses, nil)
 	}
 	if b == nil {
+		if len(invalid) > 0 {
+			c.answerBatch(invalid)
+		}
 		return nil
 	}
+	b.invalid = invalid
 	c.batchMu.Lock()
 	defer c.batchMu.Unlock()
 	for id := range b.index {
@@ -248,9 +298,9 @@ func (c *conn) addBatch(msgs []jsonrpc.Message) error {
 }
 
 // resolve records resp if it answers a request of an incoming batch. It
-// reports whether it did, and returns the batch's responses once resp was
-// the last of them.
-func (c *conn) resolve(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool) {
+// reports whether it did, and returns the batch once resp was the last of
+// its responses.
+func (c *conn) resolve(resp *jsonrpc.Response) (*batch, bool) {
 	c.batchMu.Lock()
 	defer c.batchMu.Unlock()
 	b, ok := c.batches[resp.ID]
@@ -263,7 +313,7 @@ func (c *conn) resolve(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool) {
 	if len(b.index) > 0 {
 		return nil, true
 	}
-	return b.responses, true
+	return b, true
 }
 
 // Write implements mcp.Connection: one message per line, or a completed
@@ -275,11 +325,11 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	var data []byte
 	var err error
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		if all, inBatch := c.resolve(resp); inBatch {
-			if all == nil {
+		if b, inBatch := c.resolve(resp); inBatch {
+			if b == nil {
 				return nil // the batch still waits for other responses
 			}
-			data, err = encodeBatch(all)
+			data, err = encodeBatch(b)
 		}
 	}
 	if data == nil && err == nil {
@@ -288,16 +338,12 @@ func (c *conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encoding a JSON-RPC message: %w", err)
 	}
-	data = append(data, '\n')
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	_, err = c.w.Write(data)
-	return err
+	return c.writeLine(data)
 }
 
-func encodeBatch(resps []*jsonrpc.Response) ([]byte, error) {
+func encodeBatch(b *batch) ([]byte, error) {
 	buf := []byte{'['}
-	for i, r := range resps {
+	for i, r := range b.responses {
 		data, err := jsonrpc.EncodeMessage(r)
 		if err != nil {
 			return nil, err
@@ -306,6 +352,13 @@ func encodeBatch(resps []*jsonrpc.Response) ([]byte, error) {
 			buf = append(buf, ',')
 		}
 		buf = append(buf, data...)
+	}
+	for _, r := range b.invalid {
+		data, err := json.Marshal(r)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(buf, ','), data...)
 	}
 	return append(buf, ']'), nil
 }
@@ -324,7 +377,9 @@ func (c *conn) Close() error {
 func (c *conn) SessionID() string { return "" }
 
 // decodeLine decodes one line: a message, or an array of them (a batch).
-func decodeLine(line []byte) inbound {
+// With lenient, a batch's invalid members are answered (in.invalid)
+// instead of making the whole line an error.
+func decodeLine(line []byte, lenient bool) inbound {
 	if line[0] != '[' {
 		msg, err := decodeMessage(line)
 		return inbound{msg: msg, err: err}
@@ -336,15 +391,123 @@ func decodeLine(line []byte) inbound {
 	if len(raws) == 0 {
 		return inbound{err: errors.New("decoding a JSON-RPC batch: the batch is empty")}
 	}
-	msgs := make([]jsonrpc.Message, len(raws))
-	for i, raw := range raws {
+	var in inbound
+	for _, raw := range raws {
 		msg, err := decodeMessage(raw)
-		if err != nil {
+		switch {
+		case err == nil:
+			in.batch = append(in.batch, msg)
+		case lenient:
+			in.invalid = append(in.invalid, invalidRequest(requestID(raw), err.Error()))
+		default:
 			return inbound{err: err}
 		}
-		msgs[i] = msg
 	}
-	return inbound{batch: msgs}
+	return in
+}
+
+// rejection is the error response Reply sends for what is not a message.
+type rejection struct {
+	id      jsonrpc.ID // invalid: null
+	code    int64
+	message string
+}
+
+func invalidRequest(id jsonrpc.ID, why string) *rejection {
+	return &rejection{id: id, code: jsonrpc.CodeInvalidRequest, message: "Invalid Request: " + why}
+}
+
+// MarshalJSON is the response's wire form. The go-sdk's encoder leaves out
+// a null id, which JSON-RPC 2.0 requires in these responses.
+func (r *rejection) MarshalJSON() ([]byte, error) {
+	var id any
+	if r.id.IsValid() {
+		id = r.id.Raw()
+	}
+	return json.Marshal(struct {
+		Version string `json:"jsonrpc"`
+		ID      any    `json:"id"`
+		Error   struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Version: "2.0", ID: id, Error: struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	}{r.code, r.message}})
+}
+
+// requestID is the id of raw, a JSON value that is not a valid message,
+// when it is an object with a method (a request: its sender waits for
+// the answer) and an id of a valid type; else the null id. The id of
+// something without a method may be one of our own requests' (a
+// malformed response), which an answer must not claim.
+func requestID(raw []byte) jsonrpc.ID {
+	var w map[string]json.RawMessage
+	if json.Unmarshal(raw, &w) != nil || w["method"] == nil {
+		return jsonrpc.ID{}
+	}
+	var v any
+	if json.Unmarshal(w["id"], &v) != nil {
+		return jsonrpc.ID{}
+	}
+	id, _ := jsonrpc.MakeID(v)
+	return id
+}
+
+// headID is requestID for the head of a line too long to read: the id
+// and method are found when they come before the cut (the go-sdk puts
+// them first; other encoders may not).
+func headID(head []byte) jsonrpc.ID {
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return jsonrpc.ID{}
+	}
+	var id jsonrpc.ID
+	method := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			break
+		}
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			break // the cut, or a value too big for the head
+		}
+		switch key {
+		case "method":
+			method = true
+		case "id":
+			id = requestID([]byte(`{"method":"","id":` + string(v) + `}`))
+		}
+		if method && id.IsValid() {
+			return id
+		}
+	}
+	return jsonrpc.ID{}
+}
+
+// answer writes r as a line; a failed write is left to the go-sdk's next
+// write to find.
+func (c *conn) answer(r *rejection) {
+	if data, err := json.Marshal(r); err == nil {
+		c.writeLine(data)
+	}
+}
+
+// answerBatch writes the answers to a batch as one array.
+func (c *conn) answerBatch(rs []*rejection) {
+	if data, err := json.Marshal(rs); err == nil {
+		c.writeLine(data)
+	}
+}
+
+func (c *conn) writeLine(data []byte) error {
+	data = append(data, '\n')
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	_, err := c.w.Write(data)
+	return err
 }
 
 // decodeMessage decodes one JSON-RPC 2.0 message into the go-sdk's types
@@ -358,6 +521,9 @@ func decodeMessage(data []byte) (jsonrpc.Message, error) {
 		if msg, ok := decodeFast(data); ok {
 			return msg, nil
 		}
+	}
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] != '{' && json.Valid(t) {
+		return nil, fmt.Errorf("decoding a JSON-RPC message: %.40s is not a JSON object", t)
 	}
 	var w map[string]json.RawMessage
 	if err := json.Unmarshal(data, &w); err != nil {

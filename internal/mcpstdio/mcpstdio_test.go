@@ -163,8 +163,15 @@ func TestSessionWithGoSDKPeers(t *testing.T) {
 // reads lines from.
 func rawConn(t *testing.T, junk func([]byte)) (mcp.Connection, *os.File, *bufio.Reader) {
 	t.Helper()
+	return rawConnOf(t, &Transport{MaxLine: 1 << 10, Junk: junk})
+}
+
+// rawConnOf is rawConn for the Transport tr, whose Reader and Writer it sets.
+func rawConnOf(t *testing.T, tr *Transport) (mcp.Connection, *os.File, *bufio.Reader) {
+	t.Helper()
 	in, out, drain, feed := pipes(t)
-	c, err := (&Transport{Reader: in, Writer: out, MaxLine: 1 << 10, Junk: junk}).Connect(context.Background())
+	tr.Reader, tr.Writer = in, out
+	c, err := tr.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,6 +256,61 @@ func TestJunkLines(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%.40s: err = %v, want %q", tc.line, err, tc.want)
 		}
+	}
+}
+
+// TestReply: with Reply, a line that is not JSON is answered with Parse
+// error, other JSON that is not a message (a batch's members too) and a
+// line over the bound with Invalid Request, with the request's id when it
+// has a method and a readable id; valid messages around them are read as
+// usual, and Junk still sees the lines.
+func TestReply(t *testing.T) {
+	var junk []string
+	c, feed, out := rawConnOf(t, &Transport{MaxLine: 1 << 10, Reply: true, Junk: func(l []byte) { junk = append(junk, string(l)) }})
+	pad := strings.Repeat("a", 2000)
+	lines := []string{
+		`{not json`,
+		`42`,
+		`{"jsonrpc":"1.0","id":3,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"x"}`,
+		`{"jsonrpc":"2.0","id":4,"error":"not an object"}`, // a malformed response: its id is ours
+		`[]`,
+		`[1,{"jsonrpc":"2.0","method":"note"}]`,
+		`[{"jsonrpc":"2.0","id":8,"method":"a"},{"jsonrpc":"2.0","id":9,"method":5}]`,
+		`{"jsonrpc":"2.0","id":10,"method":"ping","params":{"x":"` + pad + `"}}`,
+		`{"jsonrpc":"2.0","method":"ping","params":{"x":"` + strings.Repeat("a", maxHead) + `"},"id":11}`, // its id is past the head
+		`{"jsonrpc":"2.0","id":12,"method":"ping"}`,
+	}
+	io.WriteString(feed, strings.Join(lines, "\n")+"\n")
+	for _, want := range []string{"note", "a", "ping"} {
+		if m := read(t, c).(*jsonrpc.Request); m.Method != want {
+			t.Fatalf("read %+v, want the request %s", m, want)
+		}
+	}
+	eight, _ := jsonrpc.MakeID(float64(8))
+	if err := c.Write(context.Background(), &jsonrpc.Response{ID: eight, Result: json.RawMessage(`"A"`)}); err != nil {
+		t.Fatal(err)
+	}
+	invalid := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32600,"message":"Invalid Request: ` }
+	for i, want := range []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}`,
+		invalid("null") + `decoding a JSON-RPC message: 42 is not a JSON object"}}`,
+		invalid("3") + `decoding a JSON-RPC message: version \"1.0\", want \"2.0\""}}`,
+		invalid("null") + `decoding a JSON-RPC message: parse error: invalid ID type map[string]interface {}"}}`,
+		invalid("null") + `decoding a JSON-RPC error: json: cannot unmarshal string into Go value of type map[string]json.RawMessage"}}`,
+		invalid("null") + `decoding a JSON-RPC batch: the batch is empty"}}`,
+		`[` + invalid("null") + `decoding a JSON-RPC message: 1 is not a JSON object"}}]`,
+		invalid("10") + `the message is longer than 1024 bytes"}}`,
+		invalid("null") + `the message is longer than 1024 bytes"}}`,
+		`[{"jsonrpc":"2.0","id":8,"result":"A"},` + invalid("9") + `decoding a JSON-RPC message's method: json: cannot unmarshal number into Go value of type string"}}]`,
+	} {
+		line, err := out.ReadString('\n')
+		if err != nil || strings.TrimSuffix(line, "\n") != want {
+			t.Errorf("answer %d = %q (%v)\nwant %q", i, line, err, want)
+		}
+	}
+	if len(junk) != 8 || junk[0] != "{not json" || !strings.HasPrefix(junk[6], "(a line longer than 1024 bytes, dropped) ") {
+		t.Errorf("junk = %.300q; want the 6 invalid lines and the 2 long ones", junk)
 	}
 }
 
