@@ -291,7 +291,9 @@ func TestReply(t *testing.T) {
 	if err := c.Write(context.Background(), &jsonrpc.Response{ID: eight, Result: json.RawMessage(`"A"`)}); err != nil {
 		t.Fatal(err)
 	}
-	invalid := func(id string) string { return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32600,"message":"Invalid Request: ` }
+	invalid := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"error":{"code":-32600,"message":"Invalid Request: `
+	}
 	for i, want := range []string{
 		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON"}}`,
 		invalid("null") + `decoding a JSON-RPC message: 42 is not a JSON object"}}`,
