@@ -79,6 +79,9 @@ func (b *bridge) onCaller(f func()) {
 func (b *bridge) runCall(ctx context.Context, ss *mcp.ServerSession, name, served, input string, token any, mcpTool bool) (*tacklev1.ToolResult, error) {
 	// Two calls at once widen the process from one P (internal/procs).
 	defer procs.Busy()()
+	if err := b.removedErr(); err != nil {
+		return nil, err
+	}
 	l, err := b.ensureLink(ctx, ss)
 	if err != nil {
 		return nil, err

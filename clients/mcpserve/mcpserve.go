@@ -220,9 +220,12 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 		ss.Close()
 		err = <-waited
 	}
-	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
+	switch gone := b.removedErr(); {
+	case gone != nil:
+		err = gone
+	case err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed):
 		err = fmt.Errorf("the MCP session ended: %w", err)
-	} else {
+	default:
 		err = nil
 	}
 	cancel()
@@ -304,6 +307,7 @@ type bridge struct {
 	refs     map[string]*call              // calls not yet accepted (or to cancel once accepted), by ref
 	asks     map[string]context.CancelFunc // open elicitations, by permission request id
 	problems map[string]string             // MCP server → the message told about its state
+	removed  error                         // set once the session was removed: every call fails with it
 }
 
 // link is an Attach stream subscribed to the session, and its connection.
@@ -463,11 +467,23 @@ func (b *bridge) streamError(l *link, e *tacklev1.StreamError) {
 		delete(b.refs, se.Ref)
 		b.mu.Unlock()
 		if c != nil {
+			// A call sent after the session was removed but before its
+			// subscription's end was told is refused as unsubscribed.
+			if se.Code == "FailedPrecondition" && b.checkRemoved(l) {
+				b.deliver(c, errorToolResult(c, b.removedErr().Error()))
+				return
+			}
 			b.deliver(c, errorToolResult(c, fmt.Sprintf("tackled refused the call: %s (%s)", se.Message, se.Code)))
 			return
 		}
 	}
 	if se.ResubscribeFromSeq != 0 {
+		// The daemon ends the subscriptions of a session it removes (and
+		// of one it closes): ask whether it is still there before
+		// subscribing again.
+		if se.Code != "ResourceExhausted" && b.checkRemoved(l) {
+			return
+		}
 		sub := &tacklev1.Subscribe{SessionId: b.sid, FromSeq: se.ResubscribeFromSeq, EventTypes: linkEvents}
 		if err := l.st.Send(&tacklev1.ClientMessage{Msg: &tacklev1.ClientMessage_Subscribe{Subscribe: sub}}); err != nil {
 			b.logf("subscribing to session %s again: %v", b.sid, err)
@@ -475,6 +491,67 @@ func (b *bridge) streamError(l *link, e *tacklev1.StreamError) {
 		return
 	}
 	b.logf("tackled: %s (%s)", se.Message, se.Code)
+}
+
+// checkRemoved reports whether the session is gone from the daemon, and
+// if so ends the bridge (sessionRemoved).
+func (b *bridge) checkRemoved(l *link) bool {
+	if b.removedErr() != nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := l.c.GetSession(ctx, b.sid); !errors.Is(err, client.ErrNotFound) {
+		return false
+	}
+	b.sessionRemoved()
+	return true
+}
+
+// sessionRemoved ends a bridge whose session was removed (`tackle sessions
+// rm`): nothing it serves can run any more. The calls in flight and every
+// later one fail saying so, the client and Log are told, and the MCP
+// session is closed, which ends Run with that error. It runs once.
+func (b *bridge) sessionRemoved() {
+	gone := fmt.Errorf("session %s was removed (tackle sessions rm), so its tools cannot run; tackle mcp serve ends: start it again to serve another session", b.sid)
+	b.mu.Lock()
+	if b.removed != nil {
+		b.mu.Unlock()
+		return
+	}
+	b.removed = gone
+	var calls []*call
+	for _, c := range b.calls {
+		calls = append(calls, c)
+	}
+	for _, c := range b.refs {
+		calls = append(calls, c)
+	}
+	for _, cancel := range b.asks {
+		cancel()
+	}
+	ss := b.ss
+	b.mu.Unlock()
+	for _, c := range calls {
+		b.deliver(c, errorToolResult(c, gone.Error()))
+	}
+	b.tell(ss, "error", gone.Error())
+	if ss != nil {
+		// Close waits for the requests in flight, whose results were
+		// just delivered; not on the pump, which called this.
+		b.wg.Add(1)
+		go func() {
+			defer b.wg.Done()
+			ss.Close()
+		}()
+	}
+}
+
+// removedErr is the error of a removed session, or nil.
+func (b *bridge) removedErr() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.removed
 }
 
 // linkEvents are the event types event handles, the only ones the link

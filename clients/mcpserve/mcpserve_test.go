@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +108,26 @@ func (l *logBuf) String() string {
 type served struct {
 	cs  *mcp.ClientSession
 	log *logBuf
+	// endOK is set by a test that expects Serve to end with an error.
+	endOK atomic.Bool
+
+	done    chan error
+	endOnce sync.Once
+	endErr  error
+	ended   bool
+}
+
+// end waits up to testTimeout for Serve to return, and returns its error;
+// ended is false when it did not return.
+func (s *served) end() (err error, ended bool) {
+	s.endOnce.Do(func() {
+		select {
+		case s.endErr = <-s.done:
+			s.ended = true
+		case <-time.After(testTimeout):
+		}
+	})
+	return s.endErr, s.ended
 }
 
 // serve runs Serve with opts (Dial and Cwd filled in) on pipes and
@@ -149,20 +170,20 @@ func (f *fixture) serveVersion(opts mcpserve.Options, name string, copts *mcp.Cl
 		cancel()
 		f.t.Fatalf("connecting to mcp serve: %v\n%s", err, lb)
 	}
+	s := &served{cs: cs, log: lb, done: done}
 	f.t.Cleanup(func() {
 		cs.Close()
 		toServerW.Close()
-		select {
-		case err := <-done:
-			if err != nil {
-				f.t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(testTimeout):
+		err, ended := s.end()
+		switch {
+		case !ended:
 			f.t.Errorf("Serve did not return after the client closed\n%s", lb)
+		case err != nil && !s.endOK.Load():
+			f.t.Errorf("Serve: %v", err)
 		}
 		cancel()
 	})
-	return &served{cs: cs, log: lb}
+	return s
 }
 
 func ctxT(t *testing.T) context.Context {
@@ -1163,5 +1184,45 @@ func TestServeExitsNonZeroOnError(t *testing.T) {
 		}
 	case <-time.After(testTimeout):
 		t.Fatalf("tackle mcp serve did not exit after its stdout failed\n%s", stderr)
+	}
+}
+
+// A session removed while it is served: serve notices at once (the daemon
+// ends the subscription), tells the client and stderr, and ends with an
+// error that says so.
+func TestSessionRemoved(t *testing.T) {
+	f := start(t, map[string]any{"permissions": map[string]any{"allow": []string{"mcp__ev"}}})
+	logs := make(chan string, 16)
+	s := f.serve(mcpserve.Options{}, "log-client", &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			msg, _ := req.Params.Data.(string)
+			logs <- msg
+		},
+	})
+	s.endOK.Store(true)
+	if err := s.cs.SetLoggingLevel(ctxT(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	if res := s.call(t, "ev__echo", map[string]any{"message": "before"}); res.IsError {
+		t.Fatalf("echo before the removal: %q", text(res))
+	}
+	sid := f.sessionOf(f.dir)
+	if err := f.tc.DeleteSession(ctxT(t), sid); err != nil {
+		t.Fatal(err)
+	}
+	for told := false; !told; {
+		select {
+		case msg := <-logs:
+			told = strings.Contains(msg, "session "+sid+" was removed")
+		case <-time.After(testTimeout):
+			t.Fatalf("the client was not told that the session was removed\n%s", s.log)
+		}
+	}
+	err, ended := s.end()
+	if !ended || err == nil || !strings.Contains(err.Error(), "was removed") {
+		t.Fatalf("Serve after the session was removed = %v (returned: %v); want an error saying so\n%s", err, ended, s.log)
+	}
+	if !strings.Contains(s.log.String(), "session "+sid+" was removed") {
+		t.Errorf("stderr does not say the session was removed:\n%s", s.log)
 	}
 }
