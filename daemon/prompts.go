@@ -306,7 +306,7 @@ func (p *prompts) runOne(ctx context.Context, sess *session.Session, r *runningP
 	p.appendEvent(sess, &event.Event{Type: event.PromptStarted, Prompt: info, Message: agent.MessageJSON(user)})
 
 	tools, deferred := p.d.modelTools(sess)
-	turn := dispatch.Turn{ClientID: req.ClientID, PermissionMode: req.PermissionMode}
+	turn := dispatch.Turn{ClientID: req.ClientID, PermissionMode: req.PermissionMode, FromModel: true}
 	if req.PermissionMode == "" {
 		turn.ResolveMode = func() string { return p.d.perms.effectiveMode(sess, "") }
 	}

@@ -33,18 +33,18 @@ func faultMCPSession(t *testing.T, e *env) string {
 	return sess.ID
 }
 
-// liveEvents subscribes an observer of the daemon e's CLI started to the
-// session's live events.
-func liveEvents(t *testing.T, e *env, sid string) *client.Stream {
+// attachSession attaches a client in role to the daemon e's CLI started,
+// subscribed to the session's live events.
+func attachSession(t *testing.T, e *env, sid string, role tacklev1.Role) *client.Stream {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	c, err := client.Dial(ctx, &client.Options{Socket: e.socket, NoAutostart: true, ClientName: "fault"})
+	c, err := client.Dial(ctx, &client.Options{Socket: e.socket, NoAutostart: true, ClientName: "integration"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	s, err := c.Attach(ctx, tacklev1.Role_ROLE_OBSERVER)
+	s, err := c.Attach(ctx, role)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestFaultMCPHTTPDownAtStart(t *testing.T) {
 		t.Fatalf("tackle mcp list while the server is down does not say when it is tried again:\n%s%s", r.stdout, r.stderr)
 	}
 
-	events := liveEvents(t, e, sid)
+	events := attachSession(t, e, sid, tacklev1.Role_ROLE_OBSERVER)
 	startHTTPEverything(t, "streamableHttp", port)
 	deadline := time.AfterFunc(30*time.Second, func() { events.Close() })
 	defer deadline.Stop()
@@ -123,7 +123,7 @@ func TestFaultMCPHTTPDiesMidCall(t *testing.T) {
 	}
 	sid := faultMCPSession(t, e)
 	e.waitMCP("web", connected, "--session", sid)
-	events := liveEvents(t, e, sid)
+	events := attachSession(t, e, sid, tacklev1.Role_ROLE_OBSERVER)
 
 	type out struct {
 		res resultJSON

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/testpeers"
 )
 
@@ -513,7 +514,7 @@ func TestMCPRemovedServerIsAnnounced(t *testing.T) {
 	}
 	sid := faultMCPSession(t, e)
 	e.waitMCP("ev", connected, "--session", sid)
-	events := liveEvents(t, e, sid)
+	events := attachSession(t, e, sid, tacklev1.Role_ROLE_OBSERVER)
 	if r := e.tackle("", "mcp", "remove", "ev"); r.code != 0 {
 		t.Fatalf("mcp remove: %+v", r)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
 	"github.com/tackle-agent/tackle/internal/testpeers"
 )
 
@@ -155,17 +156,56 @@ func TestToolSearchOverAGeneratedMCPServer(t *testing.T) {
 		t.Fatal("no unloaded tool without required arguments")
 	}
 	bare := strings.TrimPrefix(unloaded, "mcp__gen__")
+	// A person's call (tackle call: a direct batch) of it runs on its
+	// input alone and loads nothing.
 	res, r2 := e.callJSON(unloaded, map[string]any{"bogus": true}, "--session", sess.ID, "--permission-mode", "bypassPermissions")
-	if r2.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), `select:`+unloaded) {
-		t.Fatalf("bad input to an unloaded tool: %d %+v", r2.code, res)
-	}
-	res, _ = e.callJSON(unloaded, map[string]any{}, "--session", sess.ID, "--permission-timeout", "1")
-	if res.Status != "denied" {
-		t.Fatalf("an unloaded tool skipped the permission stage: %+v", res)
+	if r2.code != 1 || res.Status != "invalid" || strings.Contains(res.text(), "ToolSearch") {
+		t.Fatalf("bad input from a person to an unloaded tool: %d %+v", r2.code, res)
 	}
 	res, r2 = e.callJSON(unloaded, map[string]any{}, "--session", sess.ID, "--permission-mode", "bypassPermissions")
-	if r2.code != 0 || !strings.Contains(res.text(), "called "+bare) {
-		t.Fatalf("good input to an unloaded tool: %d %+v", r2.code, res)
+	if r2.code != 0 || !strings.Contains(res.text(), "called "+bare) || e.toolsOf(sess.ID)[unloaded].Loaded {
+		t.Fatalf("good input from a person to an unloaded tool: %d %+v (loaded %v)", r2.code, res, e.toolsOf(sess.ID)[unloaded].Loaded)
+	}
+	// A model's batch (not direct): bad input is refused with how to load
+	// the tool, good input runs (through the same permission stage) and
+	// loads it.
+	model := func(id, input, mode string, answer tacklev1.Decision) *tacklev1.ToolResult {
+		t.Helper()
+		s := attachSession(t, e, sess.ID, tacklev1.Role_ROLE_CONTROLLER)
+		if err := s.RunBatch(&tacklev1.RunBatch{SessionId: sess.ID, Ref: id, PermissionMode: mode,
+			Calls: []*tacklev1.ToolCall{{Id: id, Name: unloaded, InputJson: input}}}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m, err := s.Recv()
+			if err != nil {
+				t.Fatalf("call %s: %v", id, err)
+			}
+			switch ev := m.GetEvent(); {
+			case ev.GetType() == "permission_requested" && ev.GetCallId() == id:
+				if err := s.Answer(&tacklev1.PermissionAnswer{SessionId: sess.ID, RequestId: ev.GetPermission().GetRequestId(), Decision: answer}); err != nil {
+					t.Fatal(err)
+				}
+			case ev.GetType() == "call_result" && ev.GetCallId() == id:
+				return ev.GetResult()
+			}
+		}
+	}
+	resultText := func(r *tacklev1.ToolResult) string {
+		var b strings.Builder
+		for _, c := range r.GetContent() {
+			b.WriteString(c.GetText())
+		}
+		return b.String()
+	}
+	if r := model("m1", `{"bogus":true}`, "bypassPermissions", tacklev1.Decision_DECISION_DENY); r.GetStatus() != "invalid" || !strings.Contains(resultText(r), `select:`+unloaded) {
+		t.Fatalf("bad input from a model to an unloaded tool: %+v", r)
+	}
+	if r := model("m2", `{}`, "default", tacklev1.Decision_DECISION_DENY); r.GetStatus() != "denied" {
+		t.Fatalf("an unloaded tool skipped the permission stage: %+v", r)
+	}
+	if r := model("m3", `{}`, "bypassPermissions", tacklev1.Decision_DECISION_DENY); r.GetStatus() != "completed" || !strings.Contains(resultText(r), "called "+bare) {
+		t.Fatalf("good input from a model to an unloaded tool: %+v", r)
 	}
 	// Names seen in earlier history load in one request.
 	r = e.tackle("", "tools", "load", "--session", sess.ID, "mcp__gen__get_forecast", "mcp__gen__geocode_address", "Read", "NoSuchTool")

@@ -126,6 +126,12 @@ type Turn struct {
 	// (true) and when it is resolved (false).
 	OnAsk func(open bool)
 
+	// FromModel says the calls are a model's (the query loop's, a
+	// sub-agent's): only a model has deferred tools to load first
+	// (Options.Unloaded); a person's or an MCP client's call of one runs
+	// on its input alone, and loads nothing into the model's context.
+	FromModel bool
+
 	// rules gives the session's rules, read once per turn (set by RunTurn).
 	rules func() *permission.Rules
 }
@@ -177,6 +183,7 @@ type turnRun struct {
 	calls     []*callRun
 	byID      map[string]*callRun
 	tools     func(string) bool // Turn.Tools
+	fromModel bool              // Turn.FromModel
 	counted   bool              // added to Dispatcher.wg
 	done      chan struct{}     // closed when the turn has ended
 }
@@ -268,7 +275,7 @@ func (d *Dispatcher) startTurn(ctx context.Context, sessionID string, t *Turn) *
 	}
 	tctx, cancel := context.WithCancelCause(ctx)
 	d.seq++
-	tr := &turnRun{sessionID: sessionID, id: t.ID, seq: d.seq, ctx: tctx, cancel: cancel, byID: map[string]*callRun{}, tools: t.Tools, done: make(chan struct{})}
+	tr := &turnRun{sessionID: sessionID, id: t.ID, seq: d.seq, ctx: tctx, cancel: cancel, byID: map[string]*callRun{}, tools: t.Tools, fromModel: t.FromModel, done: make(chan struct{})}
 	calls := make([]event.CallInfo, len(t.Calls))
 	for i, c := range t.Calls {
 		if c.ID == "" {
@@ -517,7 +524,7 @@ func (d *Dispatcher) prepare(tr *turnRun) []*prepared {
 		}
 		p.tool = t
 		p.input, p.invalid = d.checkInput(t, cr.info.Name, cr.info.Input)
-		if d.opts.Unloaded != nil && d.opts.Unloaded(tr.sessionID, t) {
+		if tr.fromModel && d.opts.Unloaded != nil && d.opts.Unloaded(tr.sessionID, t) {
 			// A deferred tool the model has not loaded: it runs when its
 			// input passes the schema (and is loaded from then on); else
 			// the model is told to load the schema first.

@@ -60,7 +60,9 @@ func TestNestedCallGoesThroughThePipeline(t *testing.T) {
 }
 
 // A deferred tool the session has not loaded runs when its input passes
-// the schema (and is loaded); otherwise the model is told to load it.
+// the schema (and is loaded); otherwise the model is told to load it. A
+// call that is not the model's (a person's, an MCP client's through serve)
+// gets the plain schema error and loads nothing.
 func TestUnloadedDeferredTool(t *testing.T) {
 	deferred := &funcTool{name: "mcp__srv__thing", schema: `{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`,
 		attrs: tool.Attributes{ReadOnly: true, Deferred: true},
@@ -82,19 +84,27 @@ func TestUnloadedDeferredTool(t *testing.T) {
 		},
 	}
 	e := newEnv(t, "bypassPermissions", nil, opts, deferred)
-	res := e.run(Turn{Calls: []event.CallInfo{call("a", "mcp__srv__thing", `{"n":"one"}`)}})
+	res := e.run(Turn{Calls: []event.CallInfo{call("p", "mcp__srv__thing", `{"n":"one"}`)}})
+	if res[0].Status != event.StatusInvalid || strings.Contains(text(res[0]), "ToolSearch") {
+		t.Fatalf("bad input from a client to an unloaded tool: %s %q", res[0].Status, text(res[0]))
+	}
+	res = e.run(Turn{Calls: []event.CallInfo{call("q", "mcp__srv__thing", `{"n":1}`)}})
+	if res[0].Status != event.StatusCompleted || loaded["mcp__srv__thing"] {
+		t.Fatalf("good input from a client to an unloaded tool: %s %q, loaded %v", res[0].Status, text(res[0]), loaded)
+	}
+	res = e.run(Turn{FromModel: true, Calls: []event.CallInfo{call("a", "mcp__srv__thing", `{"n":"one"}`)}})
 	if res[0].Status != event.StatusInvalid || !strings.Contains(text(res[0]), `ToolSearch, query "select:mcp__srv__thing"`) {
 		t.Fatalf("bad input to an unloaded tool: %s %q", res[0].Status, text(res[0]))
 	}
 	if loaded["mcp__srv__thing"] {
 		t.Fatal("a failed call loaded the tool")
 	}
-	res = e.run(Turn{Calls: []event.CallInfo{call("b", "mcp__srv__thing", `{"n":1}`)}})
+	res = e.run(Turn{FromModel: true, Calls: []event.CallInfo{call("b", "mcp__srv__thing", `{"n":1}`)}})
 	if res[0].Status != event.StatusCompleted || text(res[0]) != "ran" || !loaded["mcp__srv__thing"] {
 		t.Fatalf("good input to an unloaded tool: %s %q, loaded %v", res[0].Status, text(res[0]), loaded)
 	}
 	// Loaded now: a schema error is a plain schema error.
-	res = e.run(Turn{Calls: []event.CallInfo{call("c", "mcp__srv__thing", `{}`)}})
+	res = e.run(Turn{FromModel: true, Calls: []event.CallInfo{call("c", "mcp__srv__thing", `{}`)}})
 	if res[0].Status != event.StatusInvalid || strings.Contains(text(res[0]), "ToolSearch") {
 		t.Fatalf("bad input to a loaded tool: %q", text(res[0]))
 	}

@@ -582,6 +582,7 @@ func (a *attachment) runBatch(rb *tacklev1.RunBatch) error {
 		Calls:             calls,
 		PermissionMode:    rb.GetPermissionMode(),
 		PermissionTimeout: time.Duration(rb.GetPermissionTimeoutSeconds()) * time.Second,
+		FromModel:         !rb.GetDirect(),
 	}
 	if turn.PermissionTimeout == 0 && a.srv.opts.AskTimeout != nil {
 		// permissions.askTimeoutSeconds of the settings; the batch's own

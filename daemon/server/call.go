@@ -48,6 +48,8 @@ func (c *callService) Call(req *tacklev1.CallRequest, stream tacklev1.CallServic
 	if callID == "" {
 		callID = s.newID("call-")
 	}
+	// A script's or a person's call (FromModel false): no model was shown
+	// the session's deferred tools.
 	turn := dispatch.Turn{
 		ID:                s.newID("turn-"),
 		ClientID:          clientID,

@@ -887,8 +887,15 @@ type RunBatch struct {
 	PermissionMode string `protobuf:"bytes,4,opt,name=permission_mode,json=permissionMode,proto3" json:"permission_mode,omitempty"`
 	// permission_timeout_seconds overrides the ask timeout for this batch (0: default).
 	PermissionTimeoutSeconds uint32 `protobuf:"varint,5,opt,name=permission_timeout_seconds,json=permissionTimeoutSeconds,proto3" json:"permission_timeout_seconds,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// direct says the calls are not those of a model that was shown the
+	// session's deferred tools (ListTools' deferred and loaded): a person's, or
+	// an MCP client's that listed every schema. A deferred tool's call then
+	// runs on its input alone: a schema error does not say to load the tool
+	// with ToolSearch, and a call loads nothing into the session's model
+	// context. Without it a batch is a model's, as the daemon's own loop is.
+	Direct        bool `protobuf:"varint,6,opt,name=direct,proto3" json:"direct,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RunBatch) Reset() {
@@ -954,6 +961,13 @@ func (x *RunBatch) GetPermissionTimeoutSeconds() uint32 {
 		return x.PermissionTimeoutSeconds
 	}
 	return 0
+}
+
+func (x *RunBatch) GetDirect() bool {
+	if x != nil {
+		return x.Direct
+	}
+	return false
 }
 
 // BatchAccepted tells the turn id given to a RunBatch. It comes before every
@@ -8846,14 +8860,15 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
-	"input_json\x18\x03 \x01(\tR\tinputJson\"\xcd\x01\n" +
+	"input_json\x18\x03 \x01(\tR\tinputJson\"\xe5\x01\n" +
 	"\bRunBatch\x12\x1d\n" +
 	"\n" +
 	"session_id\x18\x01 \x01(\tR\tsessionId\x12)\n" +
 	"\x05calls\x18\x02 \x03(\v2\x13.tackle.v1.ToolCallR\x05calls\x12\x10\n" +
 	"\x03ref\x18\x03 \x01(\tR\x03ref\x12'\n" +
 	"\x0fpermission_mode\x18\x04 \x01(\tR\x0epermissionMode\x12<\n" +
-	"\x1apermission_timeout_seconds\x18\x05 \x01(\rR\x18permissionTimeoutSeconds\":\n" +
+	"\x1apermission_timeout_seconds\x18\x05 \x01(\rR\x18permissionTimeoutSeconds\x12\x16\n" +
+	"\x06direct\x18\x06 \x01(\bR\x06direct\":\n" +
 	"\rBatchAccepted\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x17\n" +
 	"\aturn_id\x18\x02 \x01(\tR\x06turnId\"Y\n" +

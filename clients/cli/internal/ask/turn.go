@@ -81,6 +81,7 @@ func RunTurn(ctx context.Context, a *cmdutil.App, c *client.Client, sessionID st
 	if err := s.RunBatch(&tacklev1.RunBatch{
 		SessionId: sessionID, Calls: calls, Ref: ref,
 		PermissionMode: f.Mode, PermissionTimeoutSeconds: f.timeout,
+		Direct: true, // a person's calls: no deferred tool to load first
 	}); err != nil {
 		return nil, fmt.Errorf("running the batch: %w", err)
 	}
