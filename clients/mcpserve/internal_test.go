@@ -1,12 +1,14 @@
 package mcpserve
 
 import (
+	"context"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -187,5 +189,78 @@ func TestLinkEventsAreTheHandledOnes(t *testing.T) {
 	}
 	if diff := cmp.Diff(slices.Sorted(slices.Values(handled)), slices.Sorted(slices.Values(linkEvents))); diff != "" {
 		t.Errorf("handled (-) vs subscribed (+):\n%s", diff)
+	}
+}
+
+// A server's problem is told once per change of its state: not again at
+// each retry of a remote server (failed, connecting, failed again with a
+// new attempt number), again once it failed after being connected.
+func TestReportServersOncePerState(t *testing.T) {
+	var log strings.Builder
+	b := &bridge{o: &Options{Log: &log}, sid: "s_1", root: "/p", ctx: context.Background(), problems: map[string]problem{}}
+	remote := func(state, err string) *tacklev1.ListMcpServersResponse {
+		return &tacklev1.ListMcpServersResponse{Servers: []*tacklev1.McpServer{{Name: "remote", Transport: "http", State: state, Error: err}}}
+	}
+	steps := []struct {
+		resp *tacklev1.ListMcpServersResponse
+		told string // "" = nothing
+	}{
+		{remote("failed", "connection refused (attempt 1; tried again by itself)"), "MCP server remote failed"},
+		{remote("connecting", ""), ""},
+		{remote("failed", "connection refused (attempt 2; tried again by itself)"), ""},
+		{remote("failed", "connection reset (attempt 3; tried again by itself)"), ""},
+		{remote("connected", ""), "MCP server remote is usable again"},
+		{remote("connecting", ""), ""},
+		{remote("failed", "connection refused (attempt 1; tried again by itself)"), "MCP server remote failed"},
+	}
+	for i, st := range steps {
+		log.Reset()
+		b.reportServers(st.resp)
+		got := log.String()
+		if st.told == "" && got != "" || st.told != "" && (strings.Count(got, "\n") != 1 || !strings.Contains(got, st.told)) {
+			t.Errorf("step %d (%s): told %q; want %q", i, st.resp.GetServers()[0].GetState(), got, st.told)
+		}
+	}
+}
+
+// What a server's problem says to run works for it, and says things once.
+func TestProblemOf(t *testing.T) {
+	b := &bridge{sid: "s_1", root: "/p"}
+	url := "https://auth.example/authorize?client_id=tackle&state=xyz"
+	for _, tc := range []struct {
+		s          *tacklev1.McpServer
+		want, not  []string
+		urlAtMost1 bool
+	}{
+		{s: &tacklev1.McpServer{Name: "remote", Transport: "http", State: "failed", Error: "connection refused (attempt 2; tried again by itself)"},
+			want: []string{"connection refused", "`tackle mcp list --session s_1`", "`tackle mcp reconnect remote --session s_1`"}, not: []string{"tackle mcp logs"}},
+		{s: &tacklev1.McpServer{Name: "local", Transport: "stdio", State: "failed", Error: "exit status 1"},
+			want: []string{"`tackle mcp logs local --session s_1`", "`tackle mcp reconnect local --session s_1`"}},
+		{s: &tacklev1.McpServer{Name: "gh", Transport: "http", State: "needs-auth", AuthUrl: url,
+			Error: "waiting for authorisation in a browser: open " + url + " (or run `tackle mcp login gh`)"},
+			want: []string{url, "`tackle mcp login gh --session s_1`"}, urlAtMost1: true},
+		{s: &tacklev1.McpServer{Name: "gh", Transport: "http", State: "needs-auth", Error: "the server answered 401"},
+			want: []string{"the server answered 401", "`tackle mcp login gh --session s_1`"}},
+		{s: &tacklev1.McpServer{Name: "proj", Scope: "project", Transport: "stdio", State: "needs-approval"},
+			want: []string{"`tackle mcp approve proj --cwd /p`"}, not: []string{"trust"}},
+		{s: &tacklev1.McpServer{Name: "proj", Scope: "project", Transport: "stdio", State: "needs-trust"},
+			want: []string{"`tackle trust /p`", "if it is not approved yet", "`tackle mcp approve proj --cwd /p`"}},
+		{s: &tacklev1.McpServer{Name: "loc", Scope: "local", Transport: "stdio", State: "needs-trust"},
+			want: []string{"`tackle trust /p`"}, not: []string{"approve"}},
+	} {
+		msg := b.problemOf(tc.s)
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s %s: %q lacks %q", tc.s.GetName(), tc.s.GetState(), msg, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(msg, n) {
+				t.Errorf("%s %s: %q says %q", tc.s.GetName(), tc.s.GetState(), msg, n)
+			}
+		}
+		if tc.urlAtMost1 && strings.Count(msg, url) != 1 {
+			t.Errorf("%s %s: %q has the URL %d times", tc.s.GetName(), tc.s.GetState(), msg, strings.Count(msg, url))
+		}
 	}
 }

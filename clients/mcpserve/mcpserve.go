@@ -175,7 +175,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	b := &bridge{
 		o: &s.o, sel: s.sel, c: c, sid: sess.GetId(), root: sess.GetCwd(), ctx: ctx,
 		calls: map[string]*call{}, refs: map[string]*call{}, asks: map[string]context.CancelFunc{},
-		tools: map[string]*servedTool{}, prompts: map[string]string{}, problems: map[string]string{},
+		tools: map[string]*servedTool{}, prompts: map[string]string{}, problems: map[string]problem{},
 		refresh: make(chan struct{}, 1), callers: workers.New(callerIdle),
 	}
 	defer func() { b.callers.Close(); b.callers.Wait() }()
@@ -306,7 +306,7 @@ type bridge struct {
 	calls    map[string]*call              // calls in flight, by call id
 	refs     map[string]*call              // calls not yet accepted (or to cancel once accepted), by ref
 	asks     map[string]context.CancelFunc // open elicitations, by permission request id
-	problems map[string]string             // MCP server → the message told about its state
+	problems map[string]problem            // MCP server (or config entry) → what was told about it
 	removed  error                         // set once the session was removed: every call fails with it
 }
 

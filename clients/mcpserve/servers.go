@@ -106,24 +106,39 @@ func (b *bridge) refreshAll(ctx context.Context) {
 	b.resourcesChanged(ctx)
 }
 
-// reportServers tells, once per change, about servers whose tools are
-// missing and what to run about it, and about the ones that are back.
+// problem is what is wrong with a server (or a config entry), as told.
+type problem struct {
+	state string // the server's state (a config entry's: its message)
+	msg   string
+}
+
+// reportServers tells, once per change of state, about servers whose
+// tools are missing and what to run about it, and about the ones that are
+// back. Neither a change of the error alone nor a retry is told again: a
+// remote server that stays unreachable goes from failed to connecting and
+// back at every retry, with a new error each time ("attempt N").
 func (b *bridge) reportServers(resp *tacklev1.ListMcpServersResponse) {
-	now := map[string]string{}
+	b.mu.Lock()
+	old := b.problems
+	b.mu.Unlock()
+	now := map[string]problem{}
 	for _, s := range resp.GetServers() {
 		if msg := b.problemOf(s); msg != "" {
-			now[s.GetName()] = msg
+			now[s.GetName()] = problem{state: s.GetState(), msg: msg}
+		} else if p, ok := old[s.GetName()]; ok && starting(s.GetState()) {
+			now[s.GetName()] = p // trying again: still the problem told
 		}
 	}
 	for _, p := range resp.GetProblems() {
 		key := "config:" + p.GetPath() + ":" + p.GetServer()
-		now[key] = fmt.Sprintf("%s: %s (the entry is ignored until it is fixed)", where(p), p.GetMessage())
+		msg := fmt.Sprintf("%s: %s (the entry is ignored until it is fixed)", where(p), p.GetMessage())
+		now[key] = problem{state: msg, msg: msg}
 	}
 	b.mu.Lock()
 	var news, fixed []string
-	for k, msg := range now {
-		if b.problems[k] != msg {
-			news = append(news, msg)
+	for k, p := range now {
+		if old, ok := b.problems[k]; !ok || old.state != p.state {
+			news = append(news, p.msg)
 		}
 	}
 	for k := range b.problems {
@@ -161,18 +176,32 @@ func (b *bridge) problemOf(s *tacklev1.McpServer) string {
 	sess := " --session " + b.sid
 	switch s.GetState() {
 	case "failed":
-		return fmt.Sprintf("MCP server %s failed%s. Its tools are not served. Its log: `tackle mcp logs %s%s`; retry: `tackle mcp reconnect %s%s`.", name, why, name, sess, name, sess)
+		if s.GetTransport() == "stdio" {
+			return fmt.Sprintf("MCP server %s failed%s. Its tools are not served. Its log: `tackle mcp logs %s%s`; retry: `tackle mcp reconnect %s%s`.", name, why, name, sess, name, sess)
+		}
+		// A remote server has no log of its own; tackle retries it by
+		// itself, and the list shows the attempts and the next one.
+		return fmt.Sprintf("MCP server %s failed%s. Its tools are not served until it answers. Its state and next retry: `tackle mcp list%s`; retry now: `tackle mcp reconnect %s%s`.", name, why, sess, name, sess)
 	case "needs-auth":
 		login := fmt.Sprintf("run `tackle mcp login %s%s`", name, sess)
 		if u := s.GetAuthUrl(); u != "" {
+			// The error then only says to open the URL, as this does.
+			why = ""
 			login = "open " + u + " in a browser, or " + login
 		}
 		return fmt.Sprintf("MCP server %s needs authentication%s. Its tools are not served. To authorise tackle, %s; for a token in its entry's headers, fix it (`tackle mcp get %s%s`) and run `tackle mcp reconnect %s%s`.",
 			name, why, login, name, sess, name, sess)
 	case "needs-approval":
-		return fmt.Sprintf("MCP server %s (the project's .mcp.json) is not approved%s. Its tools are not served. Approve it: `tackle mcp approve %s --cwd %s` (the project must be trusted too: `tackle trust %s`).", name, why, name, b.root, b.root)
+		// The daemon says needs-trust, not this, while the project is
+		// not trusted: here it is.
+		return fmt.Sprintf("MCP server %s (the project's .mcp.json) is not approved%s. Its tools are not served. Approve it: `tackle mcp approve %s --cwd %s`.", name, why, name, b.root)
 	case "needs-trust":
-		return fmt.Sprintf("MCP server %s comes from the files of a project that is not trusted%s. Its tools are not served. Trust the project: `tackle trust %s` (an .mcp.json server must be approved too: `tackle mcp approve %s --cwd %s`).", name, why, b.root, name, b.root)
+		approve := ""
+		if s.GetScope() == "project" {
+			// Whether it is approved is not told before the project is trusted.
+			approve = fmt.Sprintf(" (if it is not approved yet, it then needs `tackle mcp approve %s --cwd %s` too)", name, b.root)
+		}
+		return fmt.Sprintf("MCP server %s comes from the files of a project that is not trusted%s. Its tools are not served. Trust the project: `tackle trust %s`%s.", name, why, b.root, approve)
 	}
 	return ""
 }
@@ -209,8 +238,8 @@ func (b *bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			ss, _ := req.GetSession().(*mcp.ServerSession)
 			b.mu.Lock()
 			var msgs []string
-			for _, m := range b.problems {
-				msgs = append(msgs, m)
+			for _, p := range b.problems {
+				msgs = append(msgs, p.msg)
 			}
 			b.mu.Unlock()
 			sort.Strings(msgs)
