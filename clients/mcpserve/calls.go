@@ -106,6 +106,7 @@ func (b *bridge) runCall(ctx context.Context, ss *mcp.ServerSession, name, serve
 		SessionId: b.sid, Ref: c.ref, PermissionMode: b.o.PermissionMode,
 		PermissionTimeoutSeconds: uint32(b.o.PermissionTimeout / time.Second),
 		Calls:                    []*tacklev1.ToolCall{{Id: c.id, Name: name, InputJson: input}},
+		Direct:                   true, // the client listed every schema: no deferred tool to load first
 	}
 	if b.o.PermissionTimeout > 0 && rb.PermissionTimeoutSeconds == 0 {
 		rb.PermissionTimeoutSeconds = 1
