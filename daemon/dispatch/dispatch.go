@@ -206,6 +206,19 @@ var (
 // interruptText is the result of a cancelled call (reference.md section 2).
 const interruptText = "[Request interrupted by user for tool use]"
 
+// shutdownText is the result of a call the daemon's stop cancelled: nobody
+// interrupted it, and it may be run again.
+const shutdownText = "[Request interrupted: tackled stopped during the call; run it again once the daemon is back]"
+
+// interruption is the result text of a call ended by ctx, whose cause says
+// who ended it.
+func interruption(ctx context.Context) string {
+	if errors.Is(context.Cause(ctx), errShutdown) {
+		return shutdownText
+	}
+	return interruptText
+}
+
 // rejectionText is what the model gets when a person denies a call.
 const rejectionText = "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file)."
 
@@ -607,7 +620,7 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 	ctx := cr.ctx
 	cancelled := func() *event.Result {
 		d.log.Debug("call cancelled", "tool", name, "call", cr.info.ID, "cause", context.Cause(ctx))
-		return text(event.StatusCancelled, interruptText)
+		return text(event.StatusCancelled, interruption(ctx))
 	}
 
 	if ctx.Err() != nil {
@@ -944,7 +957,7 @@ func (d *Dispatcher) askFirst(ctx context.Context, s Session, t *Turn, tr *turnR
 		var pr PermissionResult
 		err := d.guard("PermissionRequest hook", cr, func() error { pr = d.hooks.PermissionRequest(ctx, hev, dec.AlwaysRule); return nil })
 		if ctx.Err() != nil {
-			return askOutcome{deny: interruptText}
+			return askOutcome{deny: interruption(ctx)}
 		}
 		if err == nil {
 			switch pr.Decision {
@@ -1064,7 +1077,7 @@ func (d *Dispatcher) ask(ctx context.Context, s Session, t *Turn, tr *turnRun, c
 			cr.info.Name, strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64))
 	default:
 		res.Decision = "cancelled"
-		out.deny = interruptText
+		out.deny = interruption(ctx)
 	}
 	by, scope := "user", ""
 	switch {

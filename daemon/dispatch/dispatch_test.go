@@ -314,10 +314,12 @@ func TestShutdown(t *testing.T) {
 	results := map[string]string{}
 	for _, ev := range evs {
 		if ev.Type == event.CallResult {
-			results[ev.CallID] = ev.Result.Status
+			results[ev.CallID] = ev.Result.Status + ": " + text(ev.Result)
 		}
 	}
-	if diff := cmp.Diff(map[string]string{"a": "cancelled", "b": "cancelled"}, results); diff != "" {
+	// Nobody interrupted them: the text says the daemon stopped.
+	want := "cancelled: " + shutdownText
+	if diff := cmp.Diff(map[string]string{"a": want, "b": want}, results); diff != "" {
 		t.Errorf("results in the log when Shutdown returned (-want +got):\n%s", diff)
 	}
 	recv(t, done)
