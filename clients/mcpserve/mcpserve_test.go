@@ -1226,3 +1226,21 @@ func TestSessionRemoved(t *testing.T) {
 		t.Errorf("stderr does not say the session was removed:\n%s", s.log)
 	}
 }
+
+// An elicitation answer that fails the form's schema is a denial, at once
+// (not after the permission timeout), whose result says why.
+func TestPermissionAnswerNotUnderstood(t *testing.T) {
+	f := start(t, nil)
+	s := f.serve(mcpserve.Options{PermissionTimeout: 2 * testTimeout}, "confused-client", &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "maybe"}}, nil
+		},
+	})
+	res := s.call(t, "ev__get-sum", map[string]any{"a": 2, "b": 3})
+	if !res.IsError || !strings.Contains(text(res), "could not be understood") {
+		t.Fatalf("ev__get-sum with an answer that fails the schema = %+v (%q); want a denial saying why", res, text(res))
+	}
+	if got := f.audit(f.sessionOf(f.dir), "mcp__ev__get-sum"); len(got) != 1 || got[0].GetOutcome() != "deny" {
+		t.Errorf("audit = %v; want one deny", got)
+	}
+}

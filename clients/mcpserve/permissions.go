@@ -114,8 +114,11 @@ func (b *bridge) permissionRequested(l *link, p *tacklev1.PermissionRequest) {
 }
 
 // ask puts p to the client and answers tackle with the choice. A
-// declined or dismissed form is a denial; a withdrawn one (answered
-// elsewhere, timed out) answers nothing.
+// declined or dismissed form is a denial, and so is an answer that cannot
+// be understood (one that fails the form's schema, an error): a
+// permission that cannot be asked is denied at once, never granted, nor
+// left to wait for the timeout. A withdrawn one (answered elsewhere,
+// timed out) answers nothing.
 func (b *bridge) ask(ctx context.Context, ss *mcp.ServerSession, l *link, c *call, p *tacklev1.PermissionRequest) {
 	cs := choices(p)
 	version := ""
@@ -126,17 +129,22 @@ func (b *bridge) ask(ctx context.Context, ss *mcp.ServerSession, l *link, c *cal
 	if ctx.Err() != nil {
 		return
 	}
-	if err != nil {
-		b.logf("asking the MCP client about %s: %v (another tackle client may answer; else it is denied)", c.served, err)
-		return
-	}
 	answer := &tacklev1.PermissionAnswer{SessionId: b.sid, RequestId: p.GetRequestId(), Decision: tacklev1.Decision_DECISION_DENY}
-	if res.Action == "accept" {
+	switch {
+	case err != nil:
+		answer.Feedback = fmt.Sprintf("tackle denied the call: the MCP client's answer to the permission prompt could not be understood (%v)", err)
+		b.logf("asking the MCP client about %s: %v; denied", c.served, err)
+	case res.Action == "accept":
 		v, _ := res.Content["decision"].(string)
+		known := false
 		for _, ch := range cs {
 			if ch.value == v {
-				answer.Decision, answer.Scope = ch.decision, ch.scope
+				answer.Decision, answer.Scope, known = ch.decision, ch.scope, true
 			}
+		}
+		if !known {
+			answer.Feedback = fmt.Sprintf("tackle denied the call: the MCP client answered the permission prompt with %q, which is not one of its choices", v)
+			b.logf("the MCP client answered the permission prompt of %s with %q; denied", c.served, v)
 		}
 	}
 	if cur := b.currentLink(); cur != nil {
