@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tackle-agent/tackle/clients/cli"
@@ -1242,5 +1244,27 @@ func TestPermissionAnswerNotUnderstood(t *testing.T) {
 	}
 	if got := f.audit(f.sessionOf(f.dir), "mcp__ev__get-sum"); len(got) != 1 || got[0].GetOutcome() != "deny" {
 		t.Errorf("audit = %v; want one deny", got)
+	}
+}
+
+// prompts/get with bad arguments, or of an unknown prompt, is invalid
+// params (-32602) with a message that says what the prompt takes.
+func TestPromptErrors(t *testing.T) {
+	f := start(t, nil)
+	s := f.serve(mcpserve.Options{}, "prompt-client", nil)
+	for _, tc := range []struct {
+		name string
+		args map[string]string
+		want string
+	}{
+		{"ev__args-prompt", map[string]string{}, "missing required arguments: city (it takes the arguments city [state])"},
+		{"ev__simple-prompt", map[string]string{"bogus": "1"}, "unknown arguments: bogus (it takes no arguments)"},
+		{"ev__no-such-prompt", nil, "unknown prompt"},
+	} {
+		_, err := s.cs.GetPrompt(ctxT(t), &mcp.GetPromptParams{Name: tc.name, Arguments: tc.args})
+		var we *jsonrpc.Error
+		if !errors.As(err, &we) || we.Code != jsonrpc.CodeInvalidParams || !strings.Contains(we.Message, tc.want) || strings.Contains(we.Message, "invalid argument") {
+			t.Errorf("prompts/get %s %v: %v; want invalid params (-32602) saying %q", tc.name, tc.args, err, tc.want)
+		}
 	}
 }

@@ -3,9 +3,12 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tackle-agent/tackle/clients/client"
@@ -68,18 +71,30 @@ func (b *bridge) refreshPrompts(ctx context.Context, servers []*tacklev1.McpServ
 		if b.prompts[name] == e.sig {
 			continue
 		}
-		b.srv.AddPrompt(e.p, b.promptHandler(e.server, e.name))
+		b.srv.AddPrompt(e.p, b.promptHandler(e.p, e.server, e.name))
 	}
 	b.prompts = now
 }
 
-// promptHandler renders a prompt of server with the daemon's GetPrompt.
-func (b *bridge) promptHandler(server, name string) mcp.PromptHandler {
+// promptHandler renders prompt p (the server's name of it) of server with
+// the daemon's GetPrompt. Its arguments are checked here first, so that
+// bad ones are invalid params (-32602) with a message that says what the
+// prompt takes: the daemon reports every failure of GetPrompt with one
+// code, the server's own too.
+func (b *bridge) promptHandler(p *mcp.Prompt, server, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if msg := checkPromptArgs(p, req.Params.Arguments); msg != "" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
+		}
 		r := &tacklev1.GetPromptRequest{SessionId: b.sid, Server: server, Name: name, Arguments: req.Params.Arguments}
 		resp, err := b.rpc().Service().GetPrompt(ctx, r)
 		if err != nil {
-			return nil, fmt.Errorf("rendering prompt %s of MCP server %s: %w", name, server, client.Err(err))
+			err = client.Err(err)
+			code := int64(jsonrpc.CodeInternalError)
+			if errors.Is(err, client.ErrInvalidArgument) || errors.Is(err, client.ErrNotFound) {
+				code = jsonrpc.CodeInvalidParams
+			}
+			return nil, &jsonrpc.Error{Code: code, Message: fmt.Sprintf("rendering prompt %s: %s", p.Name, withoutKind(err))}
 		}
 		out := &mcp.GetPromptResult{Description: resp.GetDescription(), Messages: []*mcp.PromptMessage{}}
 		for _, m := range resp.GetMessages() {
@@ -87,4 +102,53 @@ func (b *bridge) promptHandler(server, name string) mcp.PromptHandler {
 		}
 		return out, nil
 	}
+}
+
+// checkPromptArgs says what is wrong with args for p (a missing required
+// argument, one p does not take) and what p takes, or "".
+func checkPromptArgs(p *mcp.Prompt, args map[string]string) string {
+	declared := map[string]bool{}
+	var missing, unknown, usage []string
+	for _, a := range p.Arguments {
+		declared[a.Name] = true
+		if _, ok := args[a.Name]; a.Required && !ok {
+			missing = append(missing, a.Name)
+		}
+		if a.Required {
+			usage = append(usage, a.Name)
+		} else {
+			usage = append(usage, "["+a.Name+"]")
+		}
+	}
+	for k := range args {
+		if !declared[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(missing) == 0 && len(unknown) == 0 {
+		return ""
+	}
+	sort.Strings(unknown)
+	var problems []string
+	if len(missing) > 0 {
+		problems = append(problems, "missing required arguments: "+strings.Join(missing, ", "))
+	}
+	if len(unknown) > 0 {
+		problems = append(problems, "unknown arguments: "+strings.Join(unknown, ", "))
+	}
+	takes := "no arguments"
+	if len(usage) > 0 {
+		takes = "the arguments " + strings.Join(usage, " ")
+	}
+	return fmt.Sprintf("prompt %s: %s (it takes %s)", p.Name, strings.Join(problems, "; "), takes)
+}
+
+// withoutKind is err's text without the client's kind in front ("invalid
+// argument: "), which says nothing to an MCP client.
+func withoutKind(err error) string {
+	msg := err.Error()
+	for _, kind := range []error{client.ErrInvalidArgument, client.ErrNotFound} {
+		msg = strings.TrimPrefix(msg, kind.Error()+": ")
+	}
+	return msg
 }
