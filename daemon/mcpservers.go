@@ -344,7 +344,7 @@ func (l *mcpLayer) view(st mcp.Status, cfg *config.MCPServer) server.MCPServer {
 		AuthURL: st.AuthURL, Authorized: st.Authorized, RetryAt: st.RetryAt, Attempts: st.Attempts,
 	}
 	if cfg != nil {
-		out.Warnings = cfg.Warnings
+		out.Warnings = slices.Clip(cfg.Warnings) // Servers appends its own
 		if cfg.Type == "stdio" {
 			out.Target = strings.Join(append([]string{cfg.Command}, cfg.Args...), " ")
 		} else {
@@ -354,19 +354,48 @@ func (l *mcpLayer) view(st mcp.Status, cfg *config.MCPServer) server.MCPServer {
 	return out
 }
 
+// collisionWarnings says which tools of server are left out because
+// another server's tools have their names: one line per other server.
+func collisionWarnings(server string, cs []mcp.Collision) []string {
+	var order []string
+	left := map[string][]string{} // the server whose tools are kept → server's tools left out
+	for _, c := range cs {
+		if c.Server != server {
+			continue
+		}
+		if left[c.KeptServer] == nil {
+			order = append(order, c.KeptServer)
+		}
+		left[c.KeptServer] = append(left[c.KeptServer], c.Tool)
+	}
+	var out []string
+	for _, kept := range order {
+		tools := left[kept]
+		what := "tool " + tools[0] + " is"
+		if len(tools) > 1 {
+			what = fmt.Sprintf("%d tools (%s) are", len(tools), strings.Join(tools, ", "))
+		}
+		out = append(out, fmt.Sprintf("%s not offered: server %q has tools of the same names (mcp__SERVER__TOOL names differ only in characters tackle replaces by \"_\", or a server's name holds \"__\"); rename one of the two servers", what, kept))
+	}
+	return out
+}
+
 // Servers implements server.MCP.
 func (l *mcpLayer) Servers(sess *session.Session) ([]server.MCPServer, []server.MCPProblem) {
 	l.sync(sess)
 	var out []server.MCPServer
-	opts := l.toolOptions(sess.ID())
+	names := map[string][]string{} // server → the names of its tools offered
+	for _, t := range l.mgr.Tools(sess.ID(), l.toolOptions(sess.ID())) {
+		if srv, ok := mcp.ServerOf(t); ok {
+			names[srv] = append(names[srv], t.Spec().Name)
+		}
+	}
+	collisions := l.mgr.Collisions(sess.ID())
 	for _, c := range l.mgr.Conns(sess.ID()) {
 		cfg := c.Config()
 		v := l.view(c.Status(), &cfg)
-		for _, t := range l.mgr.Tools(sess.ID(), opts) {
-			if strings.HasPrefix(t.Spec().Name, mcp.ToolName(c.Name(), "")) {
-				v.ToolNames = append(v.ToolNames, t.Spec().Name)
-			}
-		}
+		v.ToolNames = names[c.Name()]
+		v.Warnings = append(v.Warnings, collisionWarnings(c.Name(), collisions)...)
 		out = append(out, v)
 	}
 	l.mu.Lock()

@@ -3,7 +3,9 @@ package daemon_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +87,63 @@ func TestMCPToolOptionsFollowSettings(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("echo 30 s after raising maxOutputTokens to 25000: %v; want the whole message", tr.result)
+		}
+	}
+}
+
+// Two servers whose tools get the same model-facing names: the first
+// server's are offered, and ListMcpServers says which of the second's are
+// not, and why; a name holding "__" is warned about; each server's tool
+// names are its own.
+func TestMCPToolNameCollisionsAreListed(t *testing.T) {
+	bin := testpeers.Bin(t, "mcp-server-everything")
+	d := daemontest.Start(t)
+	entry := map[string]any{"command": bin, "args": []string{"stdio"}}
+	b, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"ev.x": entry, "ev_x": entry, "a__b": entry}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(d.Options().ConfigHome, "tackle", "settings.json"), string(b))
+	id := newSession(t, d, t.TempDir(), "")
+	s := attach(t, d, id)
+	for _, name := range []string{"ev.x", "ev_x", "a__b"} {
+		s.waitConnected(d, name)
+	}
+	res, err := d.Client().ListMcpServers(context.Background(), &tacklev1.ListMcpServersRequest{SessionId: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*tacklev1.McpServer{}
+	for _, srv := range res.GetServers() {
+		byName[srv.GetName()] = srv
+	}
+	first, second := byName["ev.x"], byName["ev_x"]
+	if first.GetScope() == second.GetScope() && first.GetSource() == second.GetSource() && len(first.GetToolNames()) == 0 {
+		t.Fatalf("servers: %v", res.GetServers())
+	}
+	// Which one is first follows the configuration's order; one of the two
+	// offers every tool, the other none, with a warning for each.
+	kept, dropped := first, second
+	if len(kept.GetToolNames()) == 0 {
+		kept, dropped = second, first
+	}
+	if len(kept.GetToolNames()) != int(kept.GetTools()) || len(dropped.GetToolNames()) != 0 {
+		t.Fatalf("tool names: %s %d of %d, %s %d", kept.GetName(), len(kept.GetToolNames()), kept.GetTools(), dropped.GetName(), len(dropped.GetToolNames()))
+	}
+	want := fmt.Sprintf("%d tools (echo, ", dropped.GetTools())
+	if ws := dropped.GetWarnings(); len(ws) != 1 || !strings.HasPrefix(ws[0], want) || !strings.Contains(ws[0], fmt.Sprintf(`are not offered: server %q has tools of the same names`, kept.GetName())) {
+		t.Errorf("the warnings of the server whose tools are left out: %q", ws)
+	}
+	for _, w := range kept.GetWarnings() {
+		t.Errorf("a warning on the server that is kept: %s", w)
+	}
+	ab := byName["a__b"]
+	if !slices.ContainsFunc(ab.GetWarnings(), func(w string) bool { return strings.Contains(w, `the name holds "__"`) }) {
+		t.Errorf("no warning about a__b's name: %q", ab.GetWarnings())
+	}
+	for _, n := range ab.GetToolNames() {
+		if !strings.HasPrefix(n, "mcp__a__b__") {
+			t.Errorf("a__b lists %s", n)
 		}
 	}
 }

@@ -596,6 +596,10 @@ func parseMCPEntry(name string, raw json.RawMessage, env map[string]string) (*MC
 		return nil, fmt.Errorf("the entry must be a JSON object, found %s", jsonKind(raw))
 	}
 	s := &MCPServer{Name: name}
+	if strings.Contains(name, "__") {
+		// mcp__a__b__c is a's tool b__c and a__b's tool c alike.
+		s.Warnings = append(s.Warnings, `the name holds "__", which separates a server's name from its tools' in mcp__SERVER__TOOL: a tool of it may be mistaken for another server's, and one of the two is then left out`)
+	}
 	var typ, command, rawURL string
 	var err error
 	str := func(key string, dst *string) {

@@ -82,6 +82,12 @@ type Manager struct {
 	sessions map[string]*sessionUse
 	closed   bool
 
+	// collided holds the collisions logged already ("name\x00dropped",
+	// at most maxCachedSpecs): each is logged once, not at every listing
+	// of the tools.
+	collidedMu sync.Mutex
+	collided   map[string]bool
+
 	specMu sync.Mutex // guards specs
 	// specs caches each listed tool's spec (its schema re-encoded), by the
 	// go-sdk's *Tool of a list: a refreshed list brings new pointers.

@@ -101,13 +101,37 @@ func (o *ToolOptions) withDefaults() ToolOptions {
 // Servers that failed, need approval or authentication, or are disabled
 // contribute nothing; a server still connecting contributes its last
 // lists. When two tools get the same name (their names differ only in
-// characters that Sanitize replaces), the first is kept and the other is
-// logged and left out. The tools hold no connection: each call finds the
-// session's connection to the server by name when it runs.
+// characters that Sanitize replaces, or a server's name holds "__"), the
+// first is kept and the other is left out (Collisions lists them). The
+// tools hold no connection: each call finds the session's connection to
+// the server by name when it runs.
 func (m *Manager) Tools(sessionID string, opts *ToolOptions) []tool.Tool {
+	tools, _ := m.pool(sessionID, opts, true)
+	return tools
+}
+
+// Collision is a tool Tools leaves out: the model-facing Name of Server's
+// Tool is KeptServer's KeptTool's already.
+type Collision struct {
+	Name, Server, Tool, KeptServer, KeptTool string
+}
+
+// Collisions lists the tools Tools leaves out for session sessionID.
+func (m *Manager) Collisions(sessionID string) []Collision {
+	_, cs := m.pool(sessionID, nil, false)
+	return cs
+}
+
+// pool is Tools (the tools built only with build) and its collisions,
+// each logged the first time it is seen.
+func (m *Manager) pool(sessionID string, opts *ToolOptions, build bool) ([]tool.Tool, []Collision) {
 	o := opts.withDefaults()
-	var out []tool.Tool
-	seen := map[string]string{} // model-facing name → "server/tool" that has it
+	var (
+		out []tool.Tool
+		cs  []Collision
+	)
+	type owner struct{ server, tool string }
+	seen := map[string]owner{} // model-facing name → the tool that has it
 	for _, c := range m.Conns(sessionID) {
 		if !offersTools(c.State()) {
 			continue
@@ -119,14 +143,45 @@ func (m *Manager) Tools(sessionID string, opts *ToolOptions) []tool.Tool {
 			}
 			name := ToolName(c.Name(), t.Name)
 			if first, dup := seen[name]; dup {
-				m.logCollision(name, first, c.Name()+"/"+t.Name)
+				col := Collision{Name: name, Server: c.Name(), Tool: t.Name, KeptServer: first.server, KeptTool: first.tool}
+				m.logCollision(col)
+				cs = append(cs, col)
 				continue
 			}
-			seen[name] = c.Name() + "/" + t.Name
-			out = append(out, newTool(m, sessionID, c.Name(), cfg.AlwaysLoad, t, o))
+			seen[name] = owner{c.Name(), t.Name}
+			if build {
+				out = append(out, newTool(m, sessionID, c.Name(), cfg.AlwaysLoad, t, o))
+			}
 		}
 	}
-	return out
+	return out, cs
+}
+
+// logCollision logs a collision the first time it is seen.
+func (m *Manager) logCollision(c Collision) {
+	key := c.Name + "\x00" + c.Server + "\x00" + c.Tool
+	m.collidedMu.Lock()
+	logged := m.collided[key]
+	if !logged {
+		if m.collided == nil || len(m.collided) >= maxCachedSpecs {
+			m.collided = map[string]bool{}
+		}
+		m.collided[key] = true
+	}
+	m.collidedMu.Unlock()
+	if !logged {
+		m.log.Warn("two MCP tools have the same name; the first is kept", "name", c.Name,
+			"kept", c.KeptServer+"/"+c.KeptTool, "dropped", c.Server+"/"+c.Tool)
+	}
+}
+
+// ServerOf names the server of t, a tool from Tools or Lookup.
+func ServerOf(t tool.Tool) (string, bool) {
+	mt, ok := t.(*mcpTool)
+	if !ok {
+		return "", false
+	}
+	return mt.server, true
 }
 
 // Lookup returns the tool with the model-facing name (as Tools names it) of
@@ -155,11 +210,6 @@ func (m *Manager) Lookup(sessionID, name string, opts *ToolOptions) (tool.Tool, 
 		}
 	}
 	return nil, false
-}
-
-// logCollision logs a tool left out because an earlier one has its name.
-func (m *Manager) logCollision(name, kept, dropped string) {
-	m.log.Warn("two MCP tools have the same name; the first is kept", "name", name, "kept", kept, "dropped", dropped)
 }
 
 // offersTools reports whether a server in state s contributes its tools.
