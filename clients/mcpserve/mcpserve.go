@@ -175,7 +175,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	b := &bridge{
 		o: &s.o, sel: s.sel, c: c, sid: sess.GetId(), root: sess.GetCwd(), ctx: ctx,
 		calls: map[string]*call{}, refs: map[string]*call{}, asks: map[string]context.CancelFunc{},
-		tools: map[string]*servedTool{}, prompts: map[string]string{}, problems: map[string]problem{},
+		tools: map[string]*servedTool{}, prompts: map[string]string{},
+		problems: map[string]problem{}, unmatched: map[string]string{},
 		refresh: make(chan struct{}, 1), callers: workers.New(callerIdle),
 	}
 	defer func() { b.callers.Close(); b.callers.Wait() }()
@@ -308,6 +309,9 @@ type bridge struct {
 	asks     map[string]context.CancelFunc // open elicitations, by permission request id
 	problems map[string]problem            // MCP server (or config entry) → what was told about it
 	removed  error                         // set once the session was removed: every call fails with it
+	// unmatched are the --tools patterns that matched no tool, and the
+	// message told about each.
+	unmatched map[string]string
 }
 
 // link is an Attach stream subscribed to the session, and its connection.

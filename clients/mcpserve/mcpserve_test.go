@@ -1268,3 +1268,36 @@ func TestPromptErrors(t *testing.T) {
 		}
 	}
 }
+
+// A --tools pattern that matches no tool is told to the client and on
+// stderr, naming it; the rest is served.
+func TestPatternMatchingNothingIsTold(t *testing.T) {
+	f := start(t, nil)
+	logs := make(chan string, 16)
+	s := f.serve(mcpserve.Options{Tools: []string{"nomatch*", "ev__echo"}}, "pattern-client", &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			msg, _ := req.Params.Data.(string)
+			logs <- msg
+		},
+	})
+	if got := names(s.tools(t)); !slices.Equal(got, []string{"ev__echo"}) {
+		t.Errorf("--tools nomatch*,ev__echo served %v; want ev__echo", got)
+	}
+	if err := s.cs.SetLoggingLevel(ctxT(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	for told := false; !told; {
+		select {
+		case msg := <-logs:
+			if strings.Contains(msg, `"ev__echo"`) {
+				t.Errorf("told about a pattern that matches: %q", msg)
+			}
+			told = strings.Contains(msg, `--tools pattern "nomatch*" matches none`)
+		case <-time.After(testTimeout):
+			t.Fatalf("the client was not told that nomatch* matches nothing\n%s", s.log)
+		}
+	}
+	if log := s.log.String(); !strings.Contains(log, `"nomatch*"`) || strings.Contains(log, `"ev__echo"`) {
+		t.Errorf("stderr should name nomatch* only:\n%s", log)
+	}
+}

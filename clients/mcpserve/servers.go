@@ -224,7 +224,8 @@ func (b *bridge) mcpLog(ss *mcp.ServerSession, level mcp.LoggingLevel, msg strin
 	_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: level, Logger: "tackle", Data: msg})
 }
 
-// middleware re-sends the open problems once a client sets its log level,
+// middleware re-sends the open problems (and the --tools patterns that
+// match nothing) once a client sets its log level,
 // and lists the resources before a client reads them.
 func (b *bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -240,6 +241,9 @@ func (b *bridge) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			var msgs []string
 			for _, p := range b.problems {
 				msgs = append(msgs, p.msg)
+			}
+			for _, m := range b.unmatched {
+				msgs = append(msgs, m)
 			}
 			b.mu.Unlock()
 			sort.Strings(msgs)

@@ -58,14 +58,21 @@ func (s selection) picks(served, name string, isMCP bool) bool {
 		return true
 	}
 	for _, p := range s.patterns {
-		if ok, _ := path.Match(p, served); ok {
-			return true
-		}
-		if ok, _ := path.Match(p, name); ok {
+		if matches(p, served, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// matches reports whether pattern p picks a tool by its served name or
+// tackle's.
+func matches(p, served, name string) bool {
+	if ok, _ := path.Match(p, served); ok {
+		return true
+	}
+	ok, _ := path.Match(p, name)
+	return ok
 }
 
 // servedTool is one tool as served, and tackle's name for it.
@@ -168,8 +175,14 @@ func (b *bridge) refreshTools(ctx context.Context) {
 		return
 	}
 	want := map[string]*servedTool{}
+	matched := map[string]bool{}
 	for _, info := range infos {
 		served, mcpTool := servedName(info), isMCPTool(info)
+		for _, p := range b.sel.patterns {
+			if !matched[p] && matches(p, served, info.GetName()) {
+				matched[p] = true
+			}
+		}
 		if !b.sel.picks(served, info.GetName(), mcpTool) {
 			continue
 		}
@@ -204,6 +217,30 @@ func (b *bridge) refreshTools(ctx context.Context) {
 		}
 	}
 	b.tools = want
+	b.reportPatterns(matched)
+}
+
+// reportPatterns warns, once until it matches, about each --tools
+// pattern that matches none of the session's tools: likely a typo, though
+// serving goes on, as a server that connects later may bring its tools.
+func (b *bridge) reportPatterns(matched map[string]bool) {
+	var news []string
+	b.mu.Lock()
+	for _, p := range b.sel.patterns {
+		switch {
+		case matched[p]:
+			delete(b.unmatched, p)
+		case b.unmatched[p] == "":
+			msg := fmt.Sprintf("--tools pattern %q matches none of the session's tools, so it serves nothing (yet: tools of servers that connect later are served if it matches them); `tackle tools --session %s` lists the session's tools", p, b.sid)
+			b.unmatched[p] = msg
+			news = append(news, msg)
+		}
+	}
+	ss := b.ss
+	b.mu.Unlock()
+	for _, msg := range news {
+		b.tell(ss, "warning", msg)
+	}
 }
 
 // catch runs f and returns the panic it raised, if any: the go-sdk panics
