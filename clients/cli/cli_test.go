@@ -217,6 +217,8 @@ func TestUsageErrors(t *testing.T) {
 		{"mcp add-json not an object", "", []string{"mcp", "add-json", "x", "[1]"}, "JSON object"},
 		{"mcp approve nothing", "", []string{"mcp", "approve"}, "--all"},
 		{"mcp prompt bad argument", "", []string{"mcp", "prompt", "srv", "p", "novalue"}, "NAME=VALUE"},
+		{"mcp serve with --session and --cwd", "", []string{"mcp", "serve", "--session", "s_1", "--cwd", dir}, "--session or --cwd, not both"},
+		{"mcp serve unknown session", "", []string{"mcp", "serve", "--session", "no-such-session"}, `no session "no-such-session"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -225,6 +227,22 @@ func TestUsageErrors(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tt.wantErr, r.stderr)
 			}
 		})
+	}
+}
+
+// mcp serve --session with a mistyped id names the nearest session, as
+// the other commands do, and does not serve.
+func TestMcpServeMistypedSession(t *testing.T) {
+	d := daemontest.Start(t)
+	dir, _ := project(t)
+	sid := newSession(t, d, dir, "default")
+	typo := sid[:len(sid)-1] + string("0123456789abcdef"[(strings.IndexByte("0123456789abcdef", sid[len(sid)-1])+1)%16])
+	r := tackle(t, d, "", "mcp", "serve", "--session", typo).mustCode(t, 2)
+	if !strings.Contains(r.stderr, "did you mean") || !strings.Contains(r.stderr, sid) {
+		t.Errorf("stderr does not suggest %s for %s:\n%s", sid, typo, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("serve wrote to stdout: %q", r.stdout)
 	}
 }
 

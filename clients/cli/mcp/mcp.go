@@ -70,6 +70,11 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 			if err := cmdutil.CheckMode(mode); err != nil {
 				return err
 			}
+			if sf.Session != "" && sf.Cwd != "" {
+				// A session has its own directory: one of the two would be
+				// ignored without a word.
+				return cmdutil.UsageError("give --session or --cwd, not both (a session keeps the directory it was created in)")
+			}
 			dir, err := cmdutil.AbsDir(sf.Cwd)
 			if err != nil {
 				return err
@@ -77,6 +82,19 @@ to every attached tackle client too. stdout carries protocol messages only.`,
 			sid := sf.Session
 			if sid == "" {
 				sid = a.Getenv("TACKLE_SESSION")
+			}
+			if sid != "" {
+				// A mistyped id is a usage error naming the nearest
+				// sessions, as for every other command, before serving.
+				err := a.WithClient(cmd, func(ctx context.Context, c *client.Client) error {
+					if _, err := c.GetSession(ctx, sid); err != nil {
+						return a.SessionNotFound(ctx, c, "opening session", sid, err)
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
 			}
 			srv, err := mcpserve.New(&mcpserve.Options{
 				Dial: func(ctx context.Context, clientName string) (*client.Client, error) {
