@@ -36,7 +36,7 @@ before they expire and reused after a restart; tackle mcp logout forgets them.`,
 			return a.WithSession(cmd, &sf, func(ctx context.Context, c *client.Client, sid string) error {
 				stream, err := c.McpAuth().McpLogin(ctx, &tacklev1.McpLoginRequest{SessionId: sid, Name: args[0], Force: force})
 				if err != nil {
-					return fmt.Errorf("authorising MCP server %q: %w", args[0], client.Err(err))
+					return loginError(ctx, args[0], err)
 				}
 				for {
 					resp, err := stream.Recv()
@@ -44,7 +44,7 @@ before they expire and reused after a restart; tackle mcp logout forgets them.`,
 						return nil
 					}
 					if err != nil {
-						return fmt.Errorf("authorising MCP server %q: %w", args[0], client.Err(err))
+						return loginError(ctx, args[0], err)
 					}
 					if asJSON {
 						out := map[string]any{"state": resp.GetState()}
@@ -95,6 +95,16 @@ before they expire and reused after a restart; tackle mcp logout forgets them.`,
 	cmd.Flags().BoolVar(&force, "force", false, "forget the server's token and authorise again")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per step: {state, url} then {state, server}")
 	return cmd
+}
+
+// loginError is the error of authorising server name. Once ctx has ended
+// (Ctrl-C, a signal) it says the login was interrupted, once: gRPC's own
+// words for it are "context canceled: context canceled".
+func loginError(ctx context.Context, name string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("login of MCP server %q interrupted (an authorisation waiting for the browser stays open in the daemon: `tackle mcp login %s` waits for it again)", name, name)
+	}
+	return fmt.Errorf("authorising MCP server %q: %w", name, client.Err(err))
 }
 
 func mcpLogoutCommand(a *cmdutil.App) *cobra.Command {
