@@ -250,7 +250,7 @@ func (l *mcpLayer) lookup(sessionID, name string) (tool.Tool, bool) {
 		}
 		msg := fmt.Sprintf("Error: MCP server %q has no tool %q.", c.Name(), strings.TrimPrefix(name, prefix))
 		if st.State != mcp.Connected {
-			msg = fmt.Sprintf("Error: MCP server %q is %s", c.Name(), st.State)
+			msg = "Error: " + mcp.Describe(c.Name(), st.State)
 			if st.Error != "" {
 				msg += ": " + st.Error
 			}
@@ -443,9 +443,9 @@ func (l *mcpLayer) conn(sess *session.Session, name string) (*mcp.Conn, error) {
 		names = append(names, c.Name())
 	}
 	if len(names) == 0 {
-		return nil, fmt.Errorf("no MCP server %q: the session (root %s) has no MCP servers", name, sess.Root())
+		return nil, &invalidInput{fmt.Sprintf("no MCP server %q: the session (root %s) has no MCP servers", name, sess.Root())}
 	}
-	return nil, fmt.Errorf("no MCP server %q (the session has: %s)", name, strings.Join(names, ", "))
+	return nil, &invalidInput{fmt.Sprintf("no MCP server %q (the session has: %s)", name, strings.Join(names, ", "))}
 }
 
 // Reconnect implements server.MCP.

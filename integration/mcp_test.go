@@ -119,7 +119,7 @@ func TestMCPProjectServerNeedsTrustAndApproval(t *testing.T) {
 		t.Fatalf("an unapproved server was started: pids %v", pids)
 	}
 	res, r := e.callJSON("mcp__everything__echo", map[string]any{"message": "hi"}, "--permission-mode", "bypassPermissions")
-	if r.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), "needs-trust") || !strings.Contains(res.text(), "tackle trust") {
+	if r.code != 1 || res.Status != "invalid" || !strings.Contains(res.text(), `MCP server "everything" needs trust: it comes from`) || !strings.Contains(res.text(), "tackle trust") {
 		t.Fatalf("calling an unapproved server's tool: code %d %+v", r.code, res)
 	}
 

@@ -116,25 +116,36 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	var msg string
-	switch name := fmt.Sprintf("MCP server %q", e.Server); e.State {
-	case Failed:
-		msg = name + " has failed"
+	msg := Describe(e.Server, e.State)
+	switch e.State {
 	case NeedsApproval:
-		msg = name + fmt.Sprintf(" needs approval: approve it with `tackle mcp approve %s`", e.Server)
+		msg += fmt.Sprintf(": approve it with `tackle mcp approve %s`", e.Server)
 	case NeedsTrust:
-		msg = name + " needs trust: the workspace its configuration comes from is not trusted; trust it with `tackle trust` in that directory (and approve an .mcp.json server with `tackle mcp approve " + e.Server + "`)"
-	case NeedsAuth:
-		msg = name + " needs authorisation"
-	case Disabled:
-		msg = name + " is disabled by configuration"
-	default: // pending, connecting
-		msg = fmt.Sprintf("%s is %s", name, e.State)
+		msg += ": the workspace its configuration comes from is not trusted; trust it with `tackle trust` in that directory (and approve an .mcp.json server with `tackle mcp approve " + e.Server + "`)"
 	}
 	if e.Err != "" {
 		msg += ": " + e.Err
 	}
 	return msg
+}
+
+// Describe says in words that server is in state st: "MCP server "x" has
+// failed", "… needs approval", "… is disabled by configuration".
+func Describe(server string, st State) string {
+	name := fmt.Sprintf("MCP server %q", server)
+	switch st {
+	case Failed:
+		return name + " has failed"
+	case NeedsApproval:
+		return name + " needs approval"
+	case NeedsTrust:
+		return name + " needs trust"
+	case NeedsAuth:
+		return name + " needs authorisation"
+	case Disabled:
+		return name + " is disabled by configuration"
+	}
+	return fmt.Sprintf("%s is %s", name, st) // pending, connecting, connected
 }
 
 // Conn is one server connection, shared by the sessions that use it. Its

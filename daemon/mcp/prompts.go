@@ -40,10 +40,10 @@ func (m *Manager) GetPrompt(ctx context.Context, sessionID, server, name string,
 		}
 	}
 	if p == nil {
-		return nil, fmt.Errorf("MCP server %s has no prompt named %q (its prompts: %s)", server, name, promptNames(ps))
+		return nil, &PromptError{fmt.Sprintf("MCP server %s has no prompt named %q (its prompts: %s)", server, name, promptNames(ps))}
 	}
 	if err := CheckPromptArgs(server, p, args); err != nil {
-		return nil, err
+		return nil, &PromptError{err.Error()}
 	}
 	c, err := m.sessionConn(sessionID, server)
 	if err != nil {
@@ -60,6 +60,15 @@ func (m *Manager) GetPrompt(ctx context.Context, sessionID, server, name string,
 	}
 	return res, nil
 }
+
+// PromptError is a prompt request the asker got wrong: no prompt of that
+// name, or arguments it does not declare or lacks.
+type PromptError struct{ msg string }
+
+func (e *PromptError) Error() string { return e.msg }
+
+// InvalidArgument marks the error for the daemon's API (server.codeOf).
+func (e *PromptError) InvalidArgument() bool { return true }
 
 // CheckPromptArgs reports a missing required argument or an undeclared one
 // of prompt p of server, with the prompt's usage.

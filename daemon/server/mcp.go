@@ -271,6 +271,13 @@ func (s *Server) GetPrompt(ctx context.Context, req *tacklev1.GetPromptRequest) 
 	}
 	desc, msgs, err := m.GetPrompt(ctx, sess, req.GetServer(), req.GetName(), req.GetArguments())
 	if err != nil {
+		// A request the asker got wrong is InvalidArgument (an MCP client
+		// of serve is told invalid params); anything else is the server's:
+		// not connected, or failing (not Unavailable, which tells a client
+		// that the daemon went away).
+		if codeOf(err) == codes.InvalidArgument {
+			return nil, toStatus(err)
+		}
 		return nil, mcpErr(codes.FailedPrecondition, "%v", err)
 	}
 	out := &tacklev1.GetPromptResponse{Description: desc, Messages: []*tacklev1.PromptMessage{}}
