@@ -23,6 +23,9 @@ var grepDescription string
 // ripgrep's semantics. It is safe for concurrent use.
 type Grep struct {
 	opts Options
+	// chunk is the stream search's read size (0: chunkSize); tests make
+	// it small to put chunk boundaries inside short lines.
+	chunk int
 }
 
 var grepSchema = json.RawMessage(`{
@@ -95,6 +98,7 @@ type grepPlan struct {
 	before, after int
 	lineNumbers   bool
 	headLimit     int
+	chunk         int // the stream search's read size
 	// guard is set by Run from the call's ReadGuard (nil: nothing denied).
 	guard *guard
 }
@@ -105,7 +109,10 @@ func (g *Grep) plan(call *tool.Call) (*grepPlan, error) {
 		return nil, err
 	}
 	p := &grepPlan{in: in, root: resolvePath(call.Env, in.Path), mode: in.OutputMode,
-		lineNumbers: true, headLimit: defaultHeadLimit}
+		lineNumbers: true, headLimit: defaultHeadLimit, chunk: chunkSize}
+	if g.chunk > 0 {
+		p.chunk = g.chunk
+	}
 	switch p.mode {
 	case "":
 		p.mode = modeFiles
@@ -349,7 +356,7 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 			return
 		}
 	}
-	buf, eof, err := readUpTo(fd, (*w.buf)[:0], chunkSize)
+	buf, eof, err := readUpTo(fd, (*w.buf)[:0], p.chunk)
 	*w.buf = buf
 	if err == nil && !eof {
 		if (p.mode == modeFiles || p.mode == modeCount) && !p.m.multiline {
@@ -406,8 +413,10 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 }
 
 // Sizes for big files: files and count modes read them in chunks of about
-// chunkSize; content and multiline modes read the whole file, up to
-// maxWholeFile bytes (bigger files are reported as unreadable).
+// chunkSize (more for a line longer than that: a chunk is whole lines);
+// content and multiline modes read the whole file. Either reads at most
+// maxWholeFile bytes at once (a bigger file, or a longer line, is reported
+// as unreadable).
 const (
 	chunkSize    = 16 << 20
 	maxWholeFile = 1 << 30
@@ -423,24 +432,35 @@ func (p *grepPlan) searchStream(w *grepWorker, f *walkFile, fd int, st *unix.Sta
 	}
 	count := 0
 	for {
-		eof := false
-		var err error
-		if len(buf) < chunkSize {
-			buf, eof, err = readUpTo(fd, buf, chunkSize)
-			*w.buf = buf
-			if err != nil {
+		// Read a chunk and cut it after its last line end. A line longer
+		// than the chunk is read on to its end: searched in pieces, it
+		// was counted once a piece, $ matched at a cut and a match across
+		// one was lost. Each pass checks only the bytes it read.
+		eof, cut := false, -1
+		for scanned, limit := 0, p.chunk; ; scanned, limit = len(buf), len(buf)+p.chunk {
+			if len(buf) >= maxWholeFile {
 				w.errs++
 				return
 			}
-		}
-		if bytes.IndexByte(buf, 0) >= 0 {
-			return // binary
-		}
-		cut := len(buf)
-		if !eof {
-			cut = bytes.LastIndexByte(buf, '\n')
-			if cut < 0 {
-				cut = len(buf) // one huge line: search what we have
+			var err error
+			if len(buf) < limit {
+				buf, eof, err = readUpTo(fd, buf, min(limit, maxWholeFile))
+				*w.buf = buf
+				if err != nil {
+					w.errs++
+					return
+				}
+			}
+			if bytes.IndexByte(buf[scanned:], 0) >= 0 {
+				return // binary
+			}
+			if eof {
+				cut = len(buf)
+				break
+			}
+			if i := bytes.LastIndexByte(buf[scanned:], '\n'); i >= 0 {
+				cut = scanned + i
+				break
 			}
 		}
 		text := buf[:cut]
@@ -451,7 +471,8 @@ func (p *grepPlan) searchStream(w *grepWorker, f *walkFile, fd int, st *unix.Sta
 			if p.m.matchAny(text) {
 				// Check the rest for a NUL byte, as for small files.
 				for !eof {
-					buf, eof, err = readUpTo(fd, buf[:0], chunkSize)
+					var err error
+					buf, eof, err = readUpTo(fd, buf[:0], p.chunk)
 					*w.buf = buf
 					if err != nil || bytes.IndexByte(buf, 0) >= 0 {
 						return
@@ -466,8 +487,7 @@ func (p *grepPlan) searchStream(w *grepWorker, f *walkFile, fd int, st *unix.Sta
 		if eof {
 			break
 		}
-		rest := buf[min(cut+1, len(buf)):]
-		buf = buf[:copy(buf, rest)]
+		buf = buf[:copy(buf, buf[cut+1:])]
 	}
 	if count > 0 {
 		w.hits = append(w.hits, grepHit{path: f.abs(), count: count})

@@ -312,7 +312,9 @@ func readAll(fd int, buf []byte) ([]byte, error) {
 }
 
 // readUpTo appends the file's content to buf until its end or until buf
-// holds at least limit bytes (limit < 0: no limit). eof says which.
+// holds limit bytes (limit < 0: no limit), reading no further than limit
+// (a buffer that grew for a long line would otherwise take in a chunk of
+// its own capacity). eof says which.
 func readUpTo(fd int, buf []byte, limit int) (_ []byte, eof bool, err error) {
 	for {
 		if limit >= 0 && len(buf) >= limit {
@@ -321,7 +323,11 @@ func readUpTo(fd int, buf []byte, limit int) (_ []byte, eof bool, err error) {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := syscall.Read(fd, buf[len(buf):cap(buf)])
+		end := cap(buf)
+		if limit >= 0 {
+			end = min(end, limit)
+		}
+		n, err := syscall.Read(fd, buf[len(buf):end])
 		if err == syscall.EINTR {
 			continue
 		}
@@ -331,7 +337,7 @@ func readUpTo(fd int, buf []byte, limit int) (_ []byte, eof bool, err error) {
 		if n == 0 {
 			return buf, true, nil
 		}
-		short := n < cap(buf)-len(buf)
+		short := n < end-len(buf)
 		buf = buf[:len(buf)+n]
 		if short {
 			// A short read of a regular file means its end: save the
