@@ -606,8 +606,12 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 			d.log.Error("pipeline panicked", "tool", name, "call", cr.info.ID, "panic", r, "stack", string(debug.Stack()))
 			res, mod = text(event.StatusFailed, fmt.Sprintf("Error: tackle failed while running %s: %v", name, r)), nil
 		}
+		// Only a loss of this call's own events known by now turns its
+		// result into an error; one found after the result is shown
+		// (the result's own commit always ends later) is told by the
+		// notice of that loss, which names the call.
 		if lf, ok := s.(logFailer); ok {
-			if err := lf.LogFailure(start); err != nil {
+			if err := lf.CallLogFailure(tr.id, cr.info.ID); err != nil {
 				res = logFailed(res, err)
 			}
 		}
@@ -786,19 +790,19 @@ func (d *Dispatcher) runCall(s Session, t *Turn, tr *turnRun, p *prepared) (res 
 }
 
 // logFailer is the optional method of a Session whose log can fail to be
-// written (*session.Session): LogFailure returns why, if its log lost
-// writes since the time given or takes none now.
+// written (*session.Session): CallLogFailure returns why events of the
+// call (of the turn) were lost, if that is known by the time it is asked.
 type logFailer interface {
-	LogFailure(since time.Time) error
+	CallLogFailure(turnID, callID string) error
 }
 
 // logFailed turns r into an error result saying that the session log could
-// not be written: the call ran (or ended) while its events could not be
-// stored. What the call returned follows the error.
+// not be written: events of the call could not be stored. What the call
+// returned follows the error.
 func logFailed(r *event.Result, err error) *event.Result {
 	c := *r
 	c.Status, c.IsError = event.StatusFailed, true
-	msg := fmt.Sprintf("Error: the session log could not be written (%v), so this call's events may be missing from it. The call ended as %q; what it returned follows.", err, r.Status)
+	msg := fmt.Sprintf("Error: the session log could not be written (%v), so events of this call are missing from it. The call ended as %q; what it returned follows.", err, r.Status)
 	c.Content = append([]tool.Content{tool.Text(msg)}, r.Content...)
 	return &c
 }

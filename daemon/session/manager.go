@@ -229,12 +229,14 @@ func (m *Manager) recovered() {
 // lost turns the published events of a batch the writer could not store
 // into a notice to every client of each session they belong to (a notice
 // of a loss that was itself lost is only logged): no gap in seq reaches a
-// client without one.
+// client without one. The notice names the calls among them whose result
+// was shown without telling of the loss (see Session.CallLogFailure).
 func (m *Manager) lost(ws []*write, err error) {
 	type span struct {
 		first, last uint64
 		n           int
 		notices     bool // only loss notices
+		ws          []*write
 	}
 	spans := map[string]*span{}
 	var order []string
@@ -252,6 +254,7 @@ func (m *Manager) lost(ws []*write, err error) {
 		sp.first, sp.last = min(sp.first, e.Seq), max(sp.last, e.Seq)
 		sp.n++
 		sp.notices = sp.notices && it.notice
+		sp.ws = append(sp.ws, it)
 	}
 	for _, id := range order {
 		sp := spans[id]
@@ -268,8 +271,12 @@ func (m *Manager) lost(ws []*write, err error) {
 		if sp.notices {
 			continue
 		}
-		text := fmt.Sprintf("The session log could not be written: %d event(s) of this session (seq %d to %d) were shown but are missing from the stored log, so a replay skips them (%v). Calls running meanwhile end with an error.",
+		text := fmt.Sprintf("The session log could not be written: %d event(s) of this session (seq %d to %d) were shown but are missing from the stored log, so a replay skips them (%v).",
 			sp.n, sp.first, sp.last, err)
+		if calls := s.shownCalls(sp.ws); len(calls) > 0 {
+			text += fmt.Sprintf(" Among them are events of calls %s, whose results were shown before this was known.", strings.Join(calls, ", "))
+		}
+		text += " A call still running whose events were among them ends with an error saying so."
 		if _, aerr := s.append(&event.Event{Type: event.Notice, Text: text}, true); aerr != nil {
 			m.opts.Logger.Error("telling clients of lost events", "session", id, "error", aerr)
 		}

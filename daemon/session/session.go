@@ -35,6 +35,9 @@ type Session struct {
 	appendMu sync.Mutex // guards the fields below; serialises Append, Subscribe and Delete
 	lastSeq  uint64
 	deleted  bool
+	// calls are the writes of the calls whose result is not appended yet
+	// (see CallLogFailure); nil until the first.
+	calls map[callKey]*callWrites
 
 	mu    sync.RWMutex // guards the fields below; held across the database write of a change
 	row   store.SessionRow
@@ -195,10 +198,14 @@ func (s *Session) appendWrite(e *event.Event, lossNotice bool) (*event.Event, *w
 	})
 	if persistFirst || w.rejected {
 		if err := w.wait(); err != nil {
+			s.durableLostLocked(&c, err)
 			return nil, nil, fmt.Errorf("appending %s to session %s: %w", c.Type, s.id, err)
 		}
 	}
 	s.lastSeq = c.Seq
+	if !persistFirst && !lossNotice && c.CallID != "" {
+		s.trackLocked(&c, w)
+	}
 	if w.dropped {
 		s.dropped(c.Seq, lossNotice, w.err)
 	}
@@ -231,14 +238,6 @@ func (s *Session) dropped(seq uint64, lossNotice bool, err error) {
 			s.log.Error("telling clients of lost events", "session", s.id, "error", err)
 		}
 	}()
-}
-
-// LogFailure returns why the session log lost writes if that happened at
-// or after since, or if the log takes no writes now; else nil. The
-// pipeline asks it before a call's result: a call that ran while its
-// events could not be stored ends with an error result saying so.
-func (s *Session) LogFailure(since time.Time) error {
-	return s.m.w.failure(since)
 }
 
 // Subscribe returns the stored events with seq >= fromSeq (none if

@@ -72,8 +72,10 @@ const (
 // maxQueuedBytes. A batch that still fails is dropped: its waiters get the
 // error, the error is logged, and onLost is told of the published events it
 // held (the session turns them into a notice, so no gap in seq reaches a
-// client without one). Until a commit succeeds again the writer is broken
-// (failure) and retries only retryBroken. Past the queue's bounds a write
+// client without one, and names the calls whose results were shown before
+// the loss was known; a call still running learns of it from
+// Session.CallLogFailure). Until a commit succeeds again the writer is
+// broken and retries only retryBroken. Past the queue's bounds a write
 // is not queued: an event published first is dropped (the session tells
 // of its loss), any other write is refused with ErrLogUnwritable. The
 // first commit that succeeds after any loss calls onRecovered.
@@ -99,10 +101,8 @@ type writer struct {
 	wake     chan struct{} // capacity 1: a queued write is waiting
 	stopped  chan struct{} // closed when the loop has exited
 	// broken is the error of the last batch dropped, nil once a commit
-	// succeeds again; lastLoss is when a batch was last dropped.
-	broken   error
-	lastLoss time.Time
-	lossErr  error // the error of that batch (or of the last write dropped)
+	// succeeds again.
+	broken error
 	// queuedBytes is about the size of the writes in queue and inflight;
 	// overflowing is set while writes are dropped for the queue's bounds,
 	// lossPending from any loss until a commit succeeds again.
@@ -125,6 +125,10 @@ type write struct {
 	// why); dropped: it is published but was not queued, the queue being
 	// full (err says so).
 	published, notice, rejected, dropped bool
+	// shown: its call's result was shown without telling of a loss, so
+	// the notice of its loss names the call (see Session.CallLogFailure).
+	// Guarded by its session's appendMu.
+	shown bool
 }
 
 // linger is how long writes that nobody waits for may wait for company, so
@@ -248,6 +252,16 @@ func (it *write) wait() error {
 	return it.err
 }
 
+// finished reports whether it is stored or failed (its err is then set).
+func (it *write) finished() bool {
+	select {
+	case <-it.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // flush waits until everything queued before it is stored.
 func (wr *writer) flush() error {
 	return wr.enqueue(store.Write{}, true).wait()
@@ -275,26 +289,16 @@ func (wr *writer) overflowLocked(n int) error {
 		cause = errors.New("the state database takes writes slower than they come")
 	}
 	err := fmt.Errorf("%w: %d writes (%d MB) already wait for the state database (%v); free disk space or stop the process that holds it locked", ErrLogUnwritable, n, wr.queuedBytes>>20, cause)
-	wr.lastLoss, wr.lossErr, wr.lossPending = time.Now(), err, true
+	wr.lossPending = true
 	return err
 }
 
-// failure returns the error that made the log lose writes if that
-// happened after since, or if the writer is broken or its queue full now;
-// else nil.
-func (wr *writer) failure(since time.Time) error {
+// isBroken reports whether a batch was dropped and no commit has
+// succeeded since.
+func (wr *writer) isBroken() bool {
 	wr.mu.Lock()
 	defer wr.mu.Unlock()
-	if wr.broken != nil {
-		return wr.broken
-	}
-	if wr.overflowing {
-		return wr.lossErr
-	}
-	if wr.lossErr != nil && !wr.lastLoss.Before(since) {
-		return wr.lossErr
-	}
-	return nil
+	return wr.broken != nil
 }
 
 // pending returns the events of session id with seq >= from that are
@@ -412,7 +416,7 @@ func (wr *writer) loop() {
 		}
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrLogUnwritable, err)
-			wr.broken, wr.lastLoss, wr.lossErr, wr.lossPending = err, time.Now(), err, true
+			wr.broken, wr.lossPending = err, true
 		}
 		wr.mu.Unlock()
 		if recovered && wr.onRecovered != nil {

@@ -124,15 +124,15 @@ func TestWriterRetriesWhileLocked(t *testing.T) {
 			t.Fatalf("stored seq %d at %d: a gap", e.Seq, i)
 		}
 	}
-	if err := s.LogFailure(start); err != nil {
-		t.Errorf("LogFailure after a lock that ended = %v, want nil", err)
+	if err := s.CallLogFailure("", "c"); err != nil {
+		t.Errorf("CallLogFailure after a lock that ended = %v, want nil", err)
 	}
 }
 
 // TestWriterLossIsNoticed: a write that fails after every retry is
 // dropped, and its published events become a notice to every client;
-// LogFailure says so; a durable event fails with the error; once the
-// database takes writes again the log goes on.
+// CallLogFailure says so for their call; a durable event fails with the
+// error; once the database takes writes again the log goes on.
 func TestWriterLossIsNoticed(t *testing.T) {
 	f := newLockedFixture(t)
 	f.m.w.retryLocked = 200 * time.Millisecond
@@ -145,7 +145,6 @@ func TestWriterLossIsNoticed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	before := time.Now()
 	f.hold(t)
 	for i := 0; i < 3; i++ {
 		if _, err := s.Append(&event.Event{Type: event.CallState, CallID: "c", State: event.StateRunning}); err != nil {
@@ -166,8 +165,8 @@ func TestWriterLossIsNoticed(t *testing.T) {
 	if notice == nil || notice.Seq != 4 || !strings.Contains(notice.Text, "seq 1 to 3") || !strings.Contains(notice.Text, "could not be written") {
 		t.Fatalf("notice = %+v, want seq 4 telling of seq 1 to 3", notice)
 	}
-	if err := s.LogFailure(before); !errors.Is(err, ErrLogUnwritable) {
-		t.Errorf("LogFailure = %v, want ErrLogUnwritable", err)
+	if err := s.CallLogFailure("", "c"); !errors.Is(err, ErrLogUnwritable) {
+		t.Errorf("CallLogFailure = %v, want ErrLogUnwritable", err)
 	}
 	// A replay meanwhile meets the gap with a notice in it.
 	replay, sub2, err := s.Subscribe(1, false, 0)
@@ -182,8 +181,8 @@ func TestWriterLossIsNoticed(t *testing.T) {
 	if _, err := s.Append(&event.Event{Type: event.SessionUpdated, Session: &event.SessionChange{Note: "y"}}); err != nil {
 		t.Fatalf("durable append after the lock: %v", err)
 	}
-	if err := s.LogFailure(time.Now()); err != nil {
-		t.Errorf("LogFailure after a successful commit = %v, want nil", err)
+	if err := s.CallLogFailure("", "c"); !errors.Is(err, ErrLogUnwritable) {
+		t.Errorf("CallLogFailure after a successful commit = %v, want the call's loss still", err)
 	}
 	// Once the database takes writes again, a stored notice lists what
 	// was lost, so that a replay meets no gap without one.
@@ -214,10 +213,110 @@ func TestWriterLossIsNoticed(t *testing.T) {
 	}
 }
 
+// TestCallLogFailureIsTheCallsOwn: CallLogFailure tells a call of the loss
+// of its own events only. A call whose result is decided while its events
+// are still retried is told nothing then, and the notice of their loss
+// names it; a call whose events are lost first is told, and not named
+// again; a call whose events were stored is told nothing while the log is
+// broken, nor is the first call once the database takes writes again,
+// although the log was broken when it began (a red-team run found it
+// told of the loss before it).
+func TestCallLogFailureIsTheCallsOwn(t *testing.T) {
+	f := newLockedFixture(t)
+	f.m.w.retryLocked = 200 * time.Millisecond
+	s, _, err := f.m.Create(context.Background(), CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sub, err := s.Subscribe(1, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	appendCall := func(typ event.Type, id string) *event.Event {
+		t.Helper()
+		e := &event.Event{Type: typ, TurnID: "t", CallID: id, Tool: "Bash", State: event.StateRunning}
+		if typ == event.CallResult {
+			e.Result = &event.Result{CallID: id, Name: "Bash", Status: event.StatusCompleted}
+		}
+		c, err := s.Append(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// lossNotices reads the notices of lost events until one tells of
+	// seq, and returns them.
+	lossNotices := func(seq uint64) []string {
+		t.Helper()
+		var out []string
+		for e := range sub.C() {
+			if e.Type != event.Notice || !strings.Contains(e.Text, "could not be written") {
+				continue
+			}
+			out = append(out, e.Text)
+			var first, last uint64
+			if _, rest, ok := strings.Cut(e.Text, "(seq "); ok {
+				fmt.Sscanf(rest, "%d to %d", &first, &last)
+			}
+			if first <= seq && seq <= last {
+				return out
+			}
+		}
+		t.Fatalf("the subscription ended before a notice told of seq %d", seq)
+		return nil
+	}
+
+	appendCall(event.CallState, "stored")
+	if err := f.m.w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	f.hold(t)
+	appendCall(event.CallState, "shown")
+	if err := s.CallLogFailure("t", "shown"); err != nil {
+		t.Errorf("CallLogFailure of a call whose events are still retried = %v, want nil", err)
+	}
+	r := appendCall(event.CallResult, "shown")
+	if ns := lossNotices(r.Seq); !strings.Contains(ns[len(ns)-1], "calls shown (Bash), whose results were shown before") {
+		t.Errorf("the notice of the loss of a call whose result was shown first does not name it: %q", ns)
+	}
+
+	// The log is broken now: a call waits for its events' commit.
+	appendCall(event.CallState, "lost")
+	if err := s.CallLogFailure("t", "lost"); !errors.Is(err, ErrLogUnwritable) {
+		t.Errorf("CallLogFailure of a call whose events were lost = %v, want ErrLogUnwritable", err)
+	}
+	if err := s.CallLogFailure("t", "stored"); err != nil {
+		t.Errorf("CallLogFailure of a call whose events were stored, the log broken = %v, want nil", err)
+	}
+	r = appendCall(event.CallResult, "lost")
+	for _, n := range lossNotices(r.Seq) {
+		if strings.Contains(n, "lost (Bash)") {
+			t.Errorf("a notice names a call whose result told of the loss: %q", n)
+		}
+	}
+
+	f.release(t)
+	appendCall(event.CallState, "first")
+	if err := s.CallLogFailure("t", "first"); err != nil {
+		t.Errorf("CallLogFailure of the first call once the database takes writes = %v, want nil", err)
+	}
+	appendCall(event.CallResult, "first")
+	if err := f.m.w.flush(); err != nil {
+		t.Fatal(err)
+	}
+	s.appendMu.Lock()
+	defer s.appendMu.Unlock()
+	if len(s.calls) != 1 || s.calls[callKey{"t", "stored"}] == nil {
+		t.Errorf("calls kept: %v, want only the one without a result", s.calls)
+	}
+}
+
 // TestWriterQueueBound: past maxQueued writes waiting, an event published
 // first is still published, with its sequence number, but not stored, and
 // a notice tells of it; a durable append fails at once with
-// ErrLogUnwritable and uses no sequence number; LogFailure says so. Once
+// ErrLogUnwritable and uses no sequence number; CallLogFailure says so
+// for the call whose events were dropped. Once
 // the database takes writes again, a stored notice lists the events lost.
 func TestWriterQueueBound(t *testing.T) {
 	f := newLockedFixture(t)
@@ -231,7 +330,6 @@ func TestWriterQueueBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Close()
-	before := time.Now()
 	f.hold(t)
 	const n = 30
 	for i := 0; i < n; i++ {
@@ -243,8 +341,8 @@ func TestWriterQueueBound(t *testing.T) {
 	if !errors.Is(err, ErrLogUnwritable) || !strings.Contains(err.Error(), "already wait for the state database") {
 		t.Fatalf("durable append with the queue full: %v, want ErrLogUnwritable saying why", err)
 	}
-	if err := s.LogFailure(before); !errors.Is(err, ErrLogUnwritable) {
-		t.Errorf("LogFailure with the queue full = %v, want ErrLogUnwritable", err)
+	if err := s.CallLogFailure("", "c"); !errors.Is(err, ErrLogUnwritable) || !strings.Contains(err.Error(), "already wait for the state database") {
+		t.Errorf("CallLogFailure with the queue full = %v, want ErrLogUnwritable", err)
 	}
 	var notice *event.Event
 	for e := range sub.C() {
@@ -286,8 +384,11 @@ func TestWriterQueueBound(t *testing.T) {
 	if got := len(stored); got != lastKept {
 		t.Errorf("stored %d events, want the %d queued and the summary", got, lastKept)
 	}
-	if err := s.LogFailure(time.Now()); err != nil {
-		t.Errorf("LogFailure after the queue drained = %v", err)
+	if _, err := s.Append(&event.Event{Type: event.CallState, CallID: "d", State: event.StateRunning}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CallLogFailure("", "d"); err != nil {
+		t.Errorf("CallLogFailure of a call after the queue drained = %v", err)
 	}
 }
 
@@ -322,8 +423,8 @@ func TestWriterQueueHoldsBack(t *testing.T) {
 			t.Fatalf("stored a %s event: %s", e.Type, e.Text)
 		}
 	}
-	if err := s.LogFailure(time.Time{}); err != nil {
-		t.Errorf("LogFailure = %v, want nil", err)
+	if err := s.CallLogFailure("", "c"); err != nil {
+		t.Errorf("CallLogFailure = %v, want nil", err)
 	}
 }
 
