@@ -46,7 +46,8 @@ func (p *printer) tooLong(ls, le int) bool {
 	return n > maxColumns
 }
 
-// lineNo returns the line number of the line starting at ls (non-decreasing calls).
+// lineNo returns the line number of the line holding ls, usually its
+// start (non-decreasing calls).
 func (p *printer) lineNo(ls int) int {
 	if ls > p.countPos {
 		p.countLine += bytes.Count(p.text[p.countPos:ls], []byte{'\n'})
@@ -88,7 +89,7 @@ func (p *printer) contextLine(ls, le, n int) {
 func (p *printer) matchLine(ls, le, n int) {
 	p.prefix(':', n)
 	if p.tooLong(ls, le) {
-		k := len(p.m.re.FindAllIndex(p.text[ls:le], -1))
+		k := p.m.countMatches(p.text[ls:le])
 		if k == 0 {
 			k = 1
 		}
@@ -161,20 +162,25 @@ func (p *printer) match(ls, le int) {
 	p.printedEnd, p.printedLine, p.printedAny, p.afterLeft = ls, n, true, p.after
 }
 
+// printed reports whether the match [s, e) lies in lines already printed,
+// so that match would skip it.
+func (p *printer) printed(s, e int) bool {
+	return p.printedAny && max(s, e-1) < p.printedEnd
+}
+
 // onlyMatches prints each match in one line as "path:N:match"; an empty
 // match (of ^$ on an empty line) too, as ripgrep does.
 func (p *printer) onlyMatches(ls, le, n int) {
-	for _, loc := range p.m.re.FindAllIndex(p.text[ls:le], -1) {
+	p.m.eachMatch(p.text[ls:le], func(s, e int) {
 		p.prefix(':', n)
-		p.dst = append(p.dst, p.text[ls+loc[0]:ls+loc[1]]...)
+		p.dst = append(p.dst, p.text[ls+s:ls+e]...)
 		p.dst = append(p.dst, '\n')
-	}
+	})
 }
 
 // multilineOnly prints a multiline match's text, one output line per line.
 func (p *printer) multilineOnly(s, e int) {
-	ls, _ := lineBounds(p.text, s)
-	n := p.lineNo(ls)
+	n := p.lineNo(s) // s's line, without looking for its start
 	for _, part := range bytes.Split(p.text[s:e], []byte{'\n'}) {
 		if len(part) > 0 {
 			p.prefix(':', n)

@@ -515,16 +515,19 @@ func (p *grepPlan) count(text []byte) int {
 		if m.lit != nil && m.index(text) < 0 {
 			return 0
 		}
-		locs := m.re.FindAllIndex(text, -1)
 		if m.spansLines || p.in.OnlyMatching {
-			return len(locs)
+			return m.countMatches(text)
 		}
-		n, lastLine := 0, -1
-		for _, loc := range locs {
-			if ls, _ := lineBounds(text, loc[0]); ls != lastLine {
-				n, lastLine = n+1, ls
+		// A match starting past the end of the last counted line is on a
+		// new line (finding each one's line start was quadratic in a
+		// long line).
+		n, lineEnd := 0, -1
+		m.eachMatch(text, func(s, _ int) {
+			if s > lineEnd {
+				_, lineEnd = lineBounds(text, s)
+				n++
 			}
-		}
+		})
 		return n
 	}
 	n := 0
@@ -534,7 +537,7 @@ func (p *grepPlan) count(text []byte) int {
 			return n
 		}
 		if p.in.OnlyMatching {
-			n += len(m.re.FindAllIndex(text[ls:le], -1))
+			n += m.countMatches(text[ls:le])
 		} else {
 			n++
 		}
@@ -549,14 +552,17 @@ func (p *grepPlan) content(pr *printer) {
 		if m.lit != nil && m.index(text) < 0 {
 			return
 		}
-		for _, loc := range m.re.FindAllIndex(text, -1) {
+		m.eachMatch(text, func(s, e int) {
 			if p.in.OnlyMatching {
-				pr.multilineOnly(loc[0], loc[1])
-				continue
+				pr.multilineOnly(s, e)
+				return
 			}
-			ls, le := spanOf(text, loc[0], loc[1])
+			if pr.printed(s, e) {
+				return // skipped before finding its lines, quadratic in a long line
+			}
+			ls, le := spanOf(text, s, e)
 			pr.match(ls, le)
-		}
+		})
 		pr.finish()
 		return
 	}
