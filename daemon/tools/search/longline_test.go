@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -87,6 +88,10 @@ func TestGrepLongLinesMatchRipgrep(t *testing.T) {
 			t.Fatal(err)
 		}
 		grep, _ := tools()
+		out, _ := call(t, grep, root, map[string]any{"pattern": "a", "output_mode": "count", "-o": true})
+		if want := fmt.Sprintf("Found %d matches in 1 file", chunkSize+chunkSize/4+1); !strings.HasSuffix(out, want) {
+			t.Errorf("count -o: got\n%s\nwant it to end with %q", out, want)
+		}
 		for _, tc := range []oracleCase{
 			{"count", "", map[string]any{"pattern": "a", "output_mode": "count"}, []string{"-c", "-H", "a"}, false},
 			{"count end", "", map[string]any{"pattern": "aX|a$", "output_mode": "count"}, []string{"-c", "-H", "aX|a$"}, false},

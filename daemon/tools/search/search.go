@@ -137,10 +137,13 @@ func putBuf(b *[]byte) {
 	}
 }
 
-// plural returns "1 file" or "2 files".
+// plural returns "1 file" or "2 files" ("2 matches").
 func plural(n int, word string) string {
 	if n == 1 {
 		return fmt.Sprintf("%d %s", n, word)
+	}
+	if strings.HasSuffix(word, "ch") {
+		return fmt.Sprintf("%d %ses", n, word)
 	}
 	return fmt.Sprintf("%d %ss", n, word)
 }
