@@ -199,9 +199,18 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 
-	// Holding the socket, this is the one daemon of the state directory: a
-	// run record left behind is the previous daemon's, which did not stop
-	// cleanly.
+	lock, err := lockStateDir(*stateDir, sock)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintf(stderr, "tackled: %v\n", err)
+		log.Error("not starting", "error", err)
+		return 1
+	}
+	defer lock.Close()
+
+	// Holding the socket and the state directory's lock, this is the one
+	// daemon of the state directory: a run record left behind is the
+	// previous daemon's, which did not stop cleanly.
 	logPath := filepath.Join(*stateDir, "tackled.log")
 	prev := previousExit(*stateDir, logPath)
 	if prev != "" {

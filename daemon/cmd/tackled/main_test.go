@@ -172,6 +172,65 @@ func TestSecondDaemonExits(t *testing.T) {
 	}
 }
 
+// A second daemon on another socket (another XDG_RUNTIME_DIR, as under ssh
+// or cron) but the same state directory is refused, naming the first; the
+// first goes on serving, its run records untouched.
+func TestSecondDaemonOnTheStateDirExits(t *testing.T) {
+	e := newEnv(t)
+	first := e.start(t)
+	other := filepath.Join(e.root, "run2", "tackled.sock")
+	second := exec.Command(binary, "--socket", other, "--state-dir", e.state)
+	second.Env = e.command().Env
+	out, err := second.CombinedOutput()
+	if second.ProcessState.ExitCode() != 1 {
+		t.Fatalf("second tackled: %v, exit %d, output:\n%s", err, second.ProcessState.ExitCode(), out)
+	}
+	want := fmt.Sprintf("is in use by tackled pid %d on %s", first.cmd.Process.Pid, e.socket)
+	if !strings.Contains(string(out), want) {
+		t.Errorf("second tackled said:\n%s\nwant %q", out, want)
+	}
+	if _, err := os.Lstat(other); !os.IsNotExist(err) {
+		t.Errorf("the refused daemon left its socket: %v", err)
+	}
+	for _, f := range []string{"tackled.run", "running-groups.json"} {
+		if _, err := os.Stat(filepath.Join(e.state, f)); err != nil {
+			t.Errorf("the first daemon's %s: %v", f, err)
+		}
+	}
+	conn, err := daemontest.Dial(e.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if st, err := tacklev1.NewTackleServiceClient(conn).Status(context.Background(), &tacklev1.StatusRequest{}); err != nil || st.GetPid() != int64(first.cmd.Process.Pid) {
+		t.Fatalf("Status of the first daemon = %v, %v", st, err)
+	}
+	if code := first.stop(t, syscall.SIGINT); code != 0 {
+		t.Errorf("exit status after SIGINT = %d, want 0", code)
+	}
+	// Once it is gone the state directory is free again.
+	third := exec.Command(binary, "--socket", other, "--state-dir", e.state)
+	third.Env = e.command().Env
+	stderr, err := third.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := third.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stderr)
+	served := false
+	for !served && sc.Scan() {
+		served = strings.Contains(sc.Text(), "serving")
+	}
+	_ = third.Process.Signal(syscall.SIGINT)
+	go io.Copy(io.Discard, stderr)
+	_ = third.Wait()
+	if !served {
+		t.Error("a daemon on the state directory after the first stopped did not serve")
+	}
+}
+
 func TestBadFlags(t *testing.T) {
 	e := newEnv(t)
 	for _, args := range [][]string{{"--permission-timeout", "0"}, {"--log-level", "loud"}, {"extra"}} {
