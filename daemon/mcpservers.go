@@ -50,11 +50,16 @@ type mcpLayer struct {
 	// lastAuth is the last OAuth step announced per server: every
 	// connection to a server follows its one flow, announced once.
 	lastAuth map[string]oauth.Event
+	// announced is, by session and server, what its last tools_changed
+	// announced (poolSignature): a change that leaves it so is not
+	// announced again.
+	announced map[string]map[string]string
 }
 
 func newMCPLayer(d *Daemon, logDir, authDir string) *mcpLayer {
 	l := &mcpLayer{d: d, problems: map[string][]config.MCPProblem{}, warned: map[string]string{},
-		opts: map[string]*mcp.ToolOptions{}, own: map[string]bool{}, lastAuth: map[string]oauth.Event{}}
+		opts: map[string]*mcp.ToolOptions{}, own: map[string]bool{}, lastAuth: map[string]oauth.Event{},
+		announced: map[string]map[string]string{}}
 	l.auth = oauth.New(oauth.Options{Dir: authDir, Logger: d.log.Named("mcp-oauth")})
 	l.mgr = mcp.New(&mcp.Options{
 		LogDir:   logDir,
@@ -155,6 +160,7 @@ func (l *mcpLayer) release(sessionID string) {
 	delete(l.problems, sessionID)
 	delete(l.warned, sessionID)
 	delete(l.opts, sessionID)
+	delete(l.announced, sessionID)
 	l.mu.Unlock()
 }
 
@@ -176,13 +182,49 @@ func (l *mcpLayer) resync() {
 	}
 }
 
-// changed tells the sessions using server that their tool pool changed.
+// changed tells the sessions using server that their tool pool changed,
+// unless what they see of it is as last announced: a remote server that is
+// tried again goes failed → connecting → failed at every attempt, for the
+// daemon's life, and that is one failure to its sessions, not two events
+// an attempt in each session's log.
 func (l *mcpLayer) changed(serverName string) {
 	for _, id := range l.sessionsOf(serverName) {
+		c, ok := l.mgr.Conn(id, serverName)
+		if !ok {
+			continue
+		}
+		sig := poolSignature(c)
+		l.mu.Lock()
+		seen := l.announced[id]
+		if seen == nil {
+			seen = map[string]string{}
+			l.announced[id] = seen
+		}
+		same := seen[serverName] == sig
+		seen[serverName] = sig
+		l.mu.Unlock()
+		if same {
+			continue
+		}
 		if sess, err := l.d.sessions.Get(context.Background(), id); err == nil {
 			l.announce(sess, serverName)
 		}
 	}
+}
+
+// poolSignature is what a session sees of a server: its state (a retry
+// under way counts as the failure it retries) and the lists it has (a
+// refreshed list is new even with the same names: a schema may differ).
+func poolSignature(c *mcp.Conn) string {
+	st := c.Status()
+	state := st.State
+	if state == mcp.Connecting && st.Attempts > 0 {
+		state = mcp.Failed
+	}
+	var b strings.Builder
+	b.WriteString(string(state))
+	fmt.Fprintf(&b, " %p %p %p %p", c.Tools(), c.Resources(), c.ResourceTemplates(), c.Prompts())
+	return b.String()
 }
 
 // announce tells sess that the tools of the server of that name changed.

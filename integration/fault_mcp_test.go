@@ -68,9 +68,34 @@ func TestFaultMCPHTTPDownAtStart(t *testing.T) {
 		t.Fatalf("mcp add: %+v", r)
 	}
 	sid := faultMCPSession(t, e)
+	events := attachSession(t, e, sid, tacklev1.Role_ROLE_OBSERVER)
+	evs := make(chan *tacklev1.Event, 100)
+	go func() {
+		defer close(evs)
+		for {
+			m, err := events.Recv()
+			if err != nil {
+				return
+			}
+			if ev := m.GetEvent(); ev != nil {
+				evs <- ev
+			}
+		}
+	}()
 	down := e.waitMCP("late", func(s mcpServerJSON) bool {
-		return s.State == "failed" && s.Attempts >= 2 && s.RetryAt != ""
+		return s.State == "failed" && s.Attempts >= 3 && s.RetryAt != ""
 	}, "--session", sid)
+	// Each attempt goes failed → connecting → failed: one failure to the
+	// session, announced once, not at every attempt.
+	announced := 0
+	for len(evs) > 0 {
+		if ev := <-evs; ev.GetType() == "tools_changed" && ev.GetText() == "late" {
+			announced++
+		}
+	}
+	if announced > 1 {
+		t.Errorf("%d tools_changed events for a server that stayed down through %d attempts", announced, down.Attempts)
+	}
 	if down.Tools != 0 || !strings.Contains(down.Error, "connection refused") {
 		t.Errorf("a server that is down: %+v", down)
 	}
@@ -84,16 +109,15 @@ func TestFaultMCPHTTPDownAtStart(t *testing.T) {
 		t.Fatalf("tackle mcp list while the server is down does not say when it is tried again:\n%s%s", r.stdout, r.stderr)
 	}
 
-	events := attachSession(t, e, sid, tacklev1.Role_ROLE_OBSERVER)
 	startHTTPEverything(t, "streamableHttp", port)
 	deadline := time.AfterFunc(30*time.Second, func() { events.Close() })
 	defer deadline.Stop()
 	for {
-		m, err := events.Recv()
-		if err != nil {
-			t.Fatalf("no tools_changed with the server connected within 30 s of it listening: %v", err)
+		ev, ok := <-evs
+		if !ok {
+			t.Fatal("no tools_changed with the server connected within 30 s of it listening")
 		}
-		if ev := m.GetEvent(); ev.GetType() != "tools_changed" || ev.GetText() != "late" {
+		if ev.GetType() != "tools_changed" || ev.GetText() != "late" {
 			continue
 		}
 		if s, _ := e.mcpServer("late", "--session", sid); connected(s) {
