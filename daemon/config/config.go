@@ -202,6 +202,11 @@ type stamp struct {
 	size    int64
 	ino     uint64
 	ctime   int64
+	// errno is why a path that is there in some form could not be
+	// statted (a symlink loop, a directory on the way that may not be
+	// searched): it counts as existing, so that reading it reports the
+	// problem instead of its rules silently going away.
+	errno syscall.Errno
 }
 
 type parsed struct {
@@ -511,8 +516,13 @@ func statFile(path string) stamp {
 		if err == nil {
 			break
 		}
-		if err != syscall.EINTR {
+		switch errno, _ := err.(syscall.Errno); errno {
+		case syscall.EINTR:
+			continue
+		case syscall.ENOENT, syscall.ENOTDIR:
 			return stamp{}
+		default:
+			return stamp{exists: true, errno: errno}
 		}
 	}
 	return stamp{exists: true, modTime: time.Unix(sys.Mtim.Unix()), size: sys.Size, ino: sys.Ino, ctime: sys.Ctim.Nano()}

@@ -209,3 +209,38 @@ func TestSettingsFileNotRegular(t *testing.T) {
 }
 
 func mkfifo(path string) error { return syscall.Mkfifo(path, 0o600) }
+
+// A settings file that is a symlink loop, or behind a directory that may
+// not be searched, is a problem, not an absent file whose rules would go
+// away without a word; the other files still apply.
+func TestSettingsFileUnreachable(t *testing.T) {
+	e := untrustedEnv(t)
+	writeTestFile(t, e.path(ScopeUser, true), `{"permissions": {"deny": ["Bash(rm *)"]}}`)
+	dir := filepath.Join(e.project, ".claude")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	loop := filepath.Join(dir, "settings.json")
+	if err := os.Symlink("loop2", loop); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("settings.json", filepath.Join(dir, "loop2")); err != nil {
+		t.Fatal(err)
+	}
+	st, probs := e.l.Load(e.project)
+	if len(probs) != 1 || probs[0].Path != loop || !strings.Contains(probs[0].Message, "symbolic links") {
+		t.Errorf("problems with a looping settings file: %v", probs)
+	}
+	if !slices.Equal(st.Permissions.Deny, []string{"Bash(rm *)"}) {
+		t.Errorf("the user's deny rule: %q", st.Permissions.Deny)
+	}
+	// Fixed, it applies, and the problem is gone.
+	if err := os.Remove(loop); err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, loop, `{"permissions": {"deny": ["Read(./secret)"]}}`)
+	st, probs = e.l.Load(e.project)
+	if len(probs) != 0 || !slices.Contains(st.Permissions.Deny, "Read(./secret)") {
+		t.Errorf("after the fix: %v, deny %q", probs, st.Permissions.Deny)
+	}
+}
