@@ -134,9 +134,13 @@ func faultSession(t *testing.T, ctx context.Context, c *client.Client, root stri
 
 // callOutcome is what one call showed its client live.
 type callOutcome struct {
+	id      string
 	result  *tacklev1.ToolResult
 	asked   time.Duration // from RunBatch to permission_requested; 0 if not asked
 	notices []string
+	// seqs are the events of the call (those with its id) shown live,
+	// its result's last.
+	seqs []uint64
 }
 
 // runFaultCall runs one call and reads the stream until its result,
@@ -147,13 +151,16 @@ func runFaultCall(t *testing.T, s *client.Stream, sid, id, name, input string, a
 	if err := s.RunBatch(&tacklev1.RunBatch{SessionId: sid, Ref: id, Calls: []*tacklev1.ToolCall{{Id: id, Name: name, InputJson: input}}}); err != nil {
 		t.Fatal(err)
 	}
-	var o callOutcome
+	o := callOutcome{id: id}
 	for {
 		m, err := s.Recv()
 		if err != nil {
 			t.Fatalf("call %s: %v", id, err)
 		}
 		e := m.GetEvent()
+		if e.GetCallId() == id {
+			o.seqs = append(o.seqs, e.GetSeq())
+		}
 		switch {
 		case e == nil:
 		case e.GetType() == "notice":
@@ -378,6 +385,10 @@ func fill(t *testing.T, dir string) string {
 // result saying the session log could not be written; the daemon logs an
 // error; once there is room again the log goes on and a stored notice
 // lists every event lost, so the replay has no gap without a notice.
+// Exactly the calls that lost events are told (checkCallLosses): by their
+// result, or by the notice of the loss when their result was shown first;
+// the first call once there is room (a quick Read, done before its events'
+// commit) was told of a loss that was not its own.
 func TestFaultEventLogDiskFull(t *testing.T) {
 	root := faultRoot(t)
 	state := filepath.Join(root, "state")
@@ -389,9 +400,19 @@ func TestFaultEventLogDiskFull(t *testing.T) {
 	defer cancel()
 	d := startFaultDaemon(t, root, state, wrap...)
 	c := d.dial(t, ctx)
-	sid, _, s := faultSession(t, ctx, c, root)
-	if o := runFaultCall(t, s, sid, "warm", "Bash", `{"command":"echo warm"}`, tacklev1.Decision_DECISION_DENY); o.result.GetIsError() {
+	sid, proj, s := faultSession(t, ctx, c, root)
+	var calls []callOutcome
+	run := func(id, name, input string) callOutcome {
+		o := runFaultCall(t, s, sid, id, name, input, tacklev1.Decision_DECISION_DENY)
+		calls = append(calls, o)
+		return o
+	}
+	if o := run("warm", "Bash", `{"command":"echo warm"}`); o.result.GetIsError() {
 		t.Fatalf("warm-up call: %v", o.result.GetContent())
+	}
+	readMe := filepath.Join(proj, "read.txt")
+	if err := os.WriteFile(readMe, []byte("read me\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
 
 	filler := fill(t, view)
@@ -399,17 +420,17 @@ func TestFaultEventLogDiskFull(t *testing.T) {
 	// write-ahead log for a while), then one that runs past the end of
 	// the writer's retries.
 	var notices []string
-	calls := 0
+	full := 0
 	for !strings.Contains(d.stderr.String(), "storing the session log failed: retrying") {
-		if calls == 500 {
-			t.Fatalf("no commit failed after %d calls on a full disk", calls)
+		if full == 500 {
+			t.Fatalf("no commit failed after %d calls on a full disk", full)
 		}
-		id := fmt.Sprintf("full%d", calls)
-		o := runFaultCall(t, s, sid, id, "Bash", mustJSON(map[string]string{"command": "echo " + id}), tacklev1.Decision_DECISION_DENY)
+		id := fmt.Sprintf("full%d", full)
+		o := run(id, "Bash", mustJSON(map[string]string{"command": "echo " + id}))
 		notices = append(notices, o.notices...)
-		calls++
+		full++
 	}
-	o := runFaultCall(t, s, sid, "long", "Bash", `{"command":"sleep 5; echo long"}`, tacklev1.Decision_DECISION_DENY)
+	o := run("long", "Bash", `{"command":"sleep 5; echo long"}`)
 	notices = append(notices, o.notices...)
 	text := ""
 	for _, b := range o.result.GetContent() {
@@ -428,7 +449,7 @@ func TestFaultEventLogDiskFull(t *testing.T) {
 	if loss == "" {
 		t.Fatalf("no notice of the loss reached the client; notices %q", notices)
 	}
-	t.Logf("%d calls before a commit failed; notice: %s", calls, loss)
+	t.Logf("%d calls before a commit failed; notice: %s", full, loss)
 	// A replay before the log is written again meets each gap with a
 	// notice in it.
 	if g := checkGaps(t, "a replay on the full disk", replay(t, ctx, c, sid), "could not be written to the session log"); g == 0 {
@@ -444,6 +465,9 @@ func TestFaultEventLogDiskFull(t *testing.T) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
+	// A quick call, done before the first commit of its events.
+	o = run("first", "Read", mustJSON(map[string]string{"file_path": readMe}))
+	notices = append(notices, o.notices...)
 	owed := func() bool {
 		lost, again := -1, -1
 		for i, n := range notices {
@@ -465,11 +489,13 @@ func TestFaultEventLogDiskFull(t *testing.T) {
 		if i == 100 {
 			t.Fatalf("no notice that the log is written again, or every call lost events; notices %q", notices)
 		}
-		o := runFaultCall(t, s, sid, fmt.Sprintf("room%d", i), "Bash", `{"command":"echo room"}`, tacklev1.Decision_DECISION_DENY)
+		o := run(fmt.Sprintf("room%d", i), "Bash", `{"command":"echo room"}`)
 		notices = append(notices, o.notices...)
 		failed = o.result.GetIsError()
 	}
-	if o := runFaultCall(t, s, sid, "ok", "Bash", `{"command":"echo ok"}`, tacklev1.Decision_DECISION_DENY); o.result.GetIsError() {
+	o = run("ok", "Bash", `{"command":"echo ok"}`)
+	notices = append(notices, o.notices...)
+	if o.result.GetIsError() {
 		t.Errorf("a call once the disk has room: %v", o.result.GetContent())
 	}
 
@@ -486,6 +512,59 @@ func TestFaultEventLogDiskFull(t *testing.T) {
 		t.Errorf("no event was lost on a full disk: the test did not fill it")
 	}
 	t.Logf("stored log: %d events, %d lost and listed in a notice", len(evs), gaps)
+	checkCallLosses(t, calls, evs, notices)
+}
+
+// checkCallLosses checks that exactly the calls that lost events were told
+// so, evs being the stored log and notices those shown live: a result
+// saying the session log could not be written only for a call with an
+// event missing from the log (one before its result: the result is
+// decided before its own commit), and any other call with an event
+// missing (its result's included) named by a notice of the loss
+// ("… calls full3 (Bash), long (Bash) …").
+func checkCallLosses(t *testing.T, calls []callOutcome, evs []*tacklev1.Event, notices []string) {
+	t.Helper()
+	stored := map[uint64]bool{}
+	for _, e := range evs {
+		stored[e.GetSeq()] = true
+	}
+	told := 0
+	for _, o := range calls {
+		var missing []uint64
+		for _, q := range o.seqs {
+			if !stored[q] {
+				missing = append(missing, q)
+			}
+		}
+		resultLost := len(missing) > 0 && missing[len(missing)-1] == o.seqs[len(o.seqs)-1]
+		before := len(missing)
+		if resultLost {
+			before--
+		}
+		text := ""
+		for _, b := range o.result.GetContent() {
+			text += b.GetText()
+		}
+		says := o.result.GetIsError() && strings.Contains(text, "session log could not be written")
+		named := false
+		for _, n := range notices {
+			if strings.Contains(n, "could not be written") && strings.Contains(n, " "+o.id+" (") {
+				named = true
+			}
+		}
+		switch {
+		case says && before == 0:
+			t.Errorf("call %s: its result says the session log could not be written, but its events %v are all stored (%d%s)", o.id, o.seqs, before, map[bool]string{true: ", only its result lost"}[resultLost])
+		case !says && len(missing) > 0 && !named:
+			t.Errorf("call %s lost events %v (of %v) and was not told: its result does not say so and no notice names it", o.id, missing, o.seqs)
+		case named && len(missing) == 0:
+			t.Errorf("call %s is named by a notice of lost events, but its events %v are all stored", o.id, o.seqs)
+		}
+		if says || named {
+			told++
+		}
+	}
+	t.Logf("%d of %d calls were told that events of theirs are lost", told, len(calls))
 }
 
 // checkGaps fails the test for each seq missing from evs (a replay from
