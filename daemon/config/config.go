@@ -441,7 +441,7 @@ func (l *Loader) refreshLockedWith(path string, memo *statMemo) {
 		e.good, e.problem = nil, nil
 	} else if data, err := readConfigFile(path); err != nil {
 		e.problem = &Problem{Path: path, Message: "cannot be read: " + readReason(err)}
-	} else if len(bytes.TrimSpace(data)) == 0 {
+	} else if data = bytes.TrimPrefix(data, utf8BOM); len(bytes.TrimSpace(data)) == 0 {
 		e.empty, e.problem = true, nil
 	} else if p, prob := parseFile(path, data, e.rawOnly); prob != nil {
 		if e.good != nil {
@@ -463,6 +463,10 @@ func sameProblem(a, b *Problem) bool {
 	}
 	return *a == *b
 }
+
+// utf8BOM starts a file some Windows editors save: not JSON, and skipped,
+// as SKILL.md files skip it.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // statMemo holds the stats of one Load, so that a file two of its readers
 // look at (the trust store and the loader) is statted once, and asks the
@@ -574,7 +578,7 @@ func decodePermissions(path string, data []byte, v json.RawMessage, out *filePer
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(v, &m); err != nil {
-		p := &Problem{Path: path, Message: fmt.Sprintf("permissions: expected an object, found a JSON %s", jsonKind(v))}
+		p := &Problem{Path: path, Message: fmt.Sprintf("permissions: expected an object, found %s", jsonKind(v))}
 		if off := memberOffset(data, 0, "permissions"); off >= 0 {
 			p.Line, p.Column = lineCol(data, int(off))
 		}

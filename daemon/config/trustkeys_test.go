@@ -244,3 +244,13 @@ func TestSettingsFileUnreachable(t *testing.T) {
 		t.Errorf("after the fix: %v, deny %q", probs, st.Permissions.Deny)
 	}
 }
+
+// A settings file saved with a UTF-8 byte order mark applies.
+func TestSettingsFileWithBOM(t *testing.T) {
+	e := untrustedEnv(t)
+	writeTestFile(t, e.path(ScopeUser, true), "\xef\xbb\xbf"+`{"permissions": {"deny": ["Bash(rm *)"]}}`)
+	st, probs := e.l.Load(e.project)
+	if len(probs) != 0 || !slices.Equal(st.Permissions.Deny, []string{"Bash(rm *)"}) {
+		t.Errorf("a settings file with a BOM: problems %v, deny %q", probs, st.Permissions.Deny)
+	}
+}
