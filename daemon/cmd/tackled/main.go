@@ -268,6 +268,9 @@ func run(args []string, stderr io.Writer) int {
 		<-ctx.Done()
 		stop()
 	}()
+	watchCtx, endWatch := context.WithCancel(context.Background())
+	defer endWatch()
+	go watchStateDir(watchCtx, lock, *stateDir, log, d.Shutdown)
 	if err := d.Run(ctx, ln); err != nil {
 		log.Error("stopped with an error", "error", err)
 		return 1

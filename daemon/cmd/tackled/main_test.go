@@ -231,6 +231,41 @@ func TestSecondDaemonOnTheStateDirExits(t *testing.T) {
 	}
 }
 
+// A daemon whose state directory is deleted under it (rm -rf) stops,
+// saying why, instead of writing on into a deleted database; the next one
+// makes the directory anew.
+func TestStateDirDeletedStopsTheDaemon(t *testing.T) {
+	e := newEnv(t)
+	p := e.start(t)
+	if err := os.RemoveAll(e.state); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(20 * time.Second)
+	said := false
+read:
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				break read
+			}
+			t.Log(line)
+			said = said || strings.Contains(line, "the state directory was deleted while tackled ran: stopping")
+		case <-deadline:
+			t.Fatal("tackled still runs 20 s after its state directory was deleted")
+		}
+	}
+	<-p.exited
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 || !said {
+		t.Errorf("exit %d, said why: %v", code, said)
+	}
+	next := e.start(t)
+	if _, err := os.Stat(filepath.Join(e.state, "state.db")); err != nil {
+		t.Errorf("the next daemon's state: %v", err)
+	}
+	next.stop(t, syscall.SIGINT)
+}
+
 func TestBadFlags(t *testing.T) {
 	e := newEnv(t)
 	for _, args := range [][]string{{"--permission-timeout", "0"}, {"--log-level", "loud"}, {"extra"}} {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // stateLockFile is the state directory's lock, held by its one daemon.
@@ -53,4 +57,33 @@ func lockStateDir(dir, sock string) (*os.File, error) {
 		_, _ = f.WriteAt([]byte(fmt.Sprintf("tackled pid %d on %s\n", os.Getpid(), sock)), 0)
 	}
 	return f, nil
+}
+
+// stateWatchEvery is how often watchStateDir looks.
+const stateWatchEvery = 2 * time.Second
+
+// watchStateDir calls gone, once, when the lock file is no longer in the
+// state directory (the directory was deleted, as by rm -rf, or the file
+// was): the daemon then writes into a deleted database that no one will
+// read again, and its record of running processes, which the next daemon
+// uses to kill what a crash left, is gone too. Stopping is the way back:
+// the next tackle command starts a daemon that makes the directory anew.
+// It returns when ctx ends.
+func watchStateDir(ctx context.Context, lock *os.File, dir string, log hclog.Logger, gone func()) {
+	t := time.NewTicker(stateWatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		var st syscall.Stat_t
+		if err := syscall.Fstat(int(lock.Fd()), &st); err != nil || st.Nlink > 0 {
+			continue
+		}
+		log.Error("the state directory was deleted while tackled ran: stopping (what it stored is gone; the next tackle command starts a daemon that makes the directory anew)", "dir", dir)
+		gone()
+		return
+	}
 }
