@@ -253,7 +253,10 @@ func TestFaultEventLogLocked(t *testing.T) {
 	if err := lock.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(stdin, "BEGIN EXCLUSIVE;\nSELECT 'locked';\n"); err != nil {
+	// .bail stops at a failed BEGIN, which .timeout makes wait for the
+	// daemon's commit of the warm-up call (else it may fail at once, and
+	// the test ran with no lock).
+	if _, err := io.WriteString(stdin, ".bail on\n.timeout 5000\nBEGIN EXCLUSIVE;\nSELECT 'locked';\n"); err != nil {
 		t.Fatal(err)
 	}
 	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "locked" {
