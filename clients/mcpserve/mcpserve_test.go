@@ -298,6 +298,14 @@ func TestListAndCallMCPTools(t *testing.T) {
 		t.Errorf("ev__trigger-long-running-operation's annotations = %+v; want readOnlyHint (the server's)", a)
 	}
 
+	// Input the schema refuses is a tool error that says so; the client
+	// listed the schema, so nothing tells it to load the tool first (with
+	// a ToolSearch serve does not serve) as a model of tackle's is told
+	// (before any good call, which would load it for the session's model).
+	bad := s.call(t, "ev__echo", map[string]any{"message": 5})
+	if !bad.IsError || !strings.Contains(text(bad), "InputValidationError") || strings.Contains(text(bad), "ToolSearch") {
+		t.Errorf("ev__echo with a number = %+v (%q); want the schema's error alone", bad, text(bad))
+	}
 	res := s.call(t, "ev__echo", map[string]any{"message": "hello from mcp"})
 	if res.IsError || !strings.Contains(text(res), "hello from mcp") {
 		t.Fatalf("ev__echo = %+v (%q); want the echo", res, text(res))
