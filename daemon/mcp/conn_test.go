@@ -549,6 +549,13 @@ func TestUseNamesWhatTheSessionLost(t *testing.T) {
 	if got := h.m.Use("s1", nil, nil); !slices.Equal(got, []string{"ask", "real"}) {
 		t.Errorf("removing every server changed %v", got)
 	}
+	// Joining s2's connection again is a change at once (nothing starts
+	// to announce it later); a server new to the daemon is not.
+	fresh := everything(t, "fresh")
+	if got := h.m.Use("s1", []config.MCPServer{real, fresh}, nil); !slices.Equal(got, []string{"real"}) {
+		t.Errorf("adding a server in use and a new one changed %v", got)
+	}
+	h.m.Use("s1", nil, nil)
 	if st := h.m.Status(); len(st) != 1 || st[0].Name != "real" || !slices.Equal(st[0].Sessions, []string{"s2"}) {
 		t.Errorf("after s1 left: %+v", st)
 	}

@@ -82,9 +82,9 @@ type Manager struct {
 	sessions map[string]*sessionUse
 	closed   bool
 
-	// collided holds the collisions logged already ("name\x00dropped",
-	// at most maxCachedSpecs): each is logged once, not at every listing
-	// of the tools.
+	// collided holds the collisions logged already (by name, server and
+	// tool; at most maxCachedSpecs): each is logged once, not at every
+	// listing of the tools.
 	collidedMu sync.Mutex
 	collided   map[string]bool
 
@@ -209,9 +209,12 @@ func connKey(s *config.MCPServer) string { return s.Name + "\x00" + s.Digest() }
 //
 // It returns, sorted, the names whose connection changed for this session:
 // a server it no longer uses, one replaced by another entry of that name,
-// one that became disabled or needs approval, or the other way round. Their
-// tools changed now, and OnChange, which follows a connection's sessions,
-// no longer reaches a session that left it: the caller tells the session.
+// one that became disabled or needs approval, or the other way round, and a
+// server it now shares with another session, already started. Their tools
+// changed now, and OnChange, which follows a connection's sessions, no
+// longer reaches a session that left it nor tells one that joined a
+// connection that does not change: the caller tells the session. (A
+// server started here is announced by OnChange once it connects.)
 func (m *Manager) Use(sessionID string, servers []config.MCPServer, roots []string) (changed []string) {
 	roots = append([]string(nil), roots...)
 	m.mu.Lock()
@@ -253,6 +256,13 @@ func (m *Manager) Use(sessionID string, servers []config.MCPServer, roots []stri
 			}
 			if n := use.conns[name]; n != c && (n == nil || c.cfg.State == "" || n.cfg.State != c.cfg.State) {
 				changed = append(changed, name) // not the same placeholder made again either
+			}
+		}
+	}
+	if old != nil {
+		for name, c := range use.conns {
+			if old.conns[name] == nil && c.cfg.State == "" && !slices.Contains(start, c) {
+				changed = append(changed, name)
 			}
 		}
 	}
