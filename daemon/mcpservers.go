@@ -461,8 +461,12 @@ func (l *mcpLayer) AllServers() []server.MCPServer {
 }
 
 // Add implements server.MCP.
-func (l *mcpLayer) Add(root, scope, name string, entry json.RawMessage, replace bool) (string, error) {
-	return l.d.loader.AddMCPServer(root, scope, name, entry, replace)
+func (l *mcpLayer) Add(root, scope, name string, entry json.RawMessage, replace bool) (string, []string, error) {
+	path, err := l.d.loader.AddMCPServer(root, scope, name, entry, replace)
+	if err != nil {
+		return "", nil, err
+	}
+	return path, config.MCPEntryWarnings(name, entry), nil
 }
 
 // Remove implements server.MCP.

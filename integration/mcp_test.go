@@ -537,3 +537,17 @@ func TestMCPRemovedServerIsAnnounced(t *testing.T) {
 		t.Fatalf("the removed server's tool: %+v", r)
 	}
 }
+
+// tackle mcp add prints the warnings of the entry it added (what tackle
+// mcp list shows under it), not the ${VAR}s its sessions expand.
+func TestMCPAddPrintsWarnings(t *testing.T) {
+	e := newEnv(t)
+	r := e.tackle("", "mcp", "add", "--scope", "user", "a__b", "--", "/bin/true")
+	if r.code != 0 || !strings.Contains(r.stdout, `  warning: the name holds "__"`) {
+		t.Errorf("mcp add a__b: %+v", r)
+	}
+	r = e.tackle("", "mcp", "add", "--scope", "user", "--transport", "http", "-H", "Authorization: Bearer ${TOKEN}", "web", "https://example.com/mcp")
+	if r.code != 0 || strings.Contains(r.stdout, "warning") {
+		t.Errorf("mcp add web with a ${TOKEN} header: %+v", r)
+	}
+}

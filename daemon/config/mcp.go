@@ -788,6 +788,10 @@ var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}`)
 // expander expands ${VAR} and ${VAR:-default} from env, as a shell would
 // (the default is used when VAR is unset or empty). An unset variable
 // without a default is left as written and noted once in warnings.
+// expander expands ${VAR} and ${VAR:-default} from env. A nil env is no
+// environment at all (an entry checked before any session uses it): an
+// unset ${VAR} is left as is without a warning, since the sessions that
+// use the entry expand it from theirs.
 type expander struct {
 	env      map[string]string
 	warnings []string
@@ -807,7 +811,7 @@ func (x *expander) expand(s string) string {
 		if m[2] != "" {
 			return m[3]
 		}
-		if !x.seen[m[1]] {
+		if x.env != nil && !x.seen[m[1]] {
 			if x.seen == nil {
 				x.seen = map[string]bool{}
 			}

@@ -82,6 +82,17 @@ func (l *Loader) AddMCPServer(root, scope, name string, entry json.RawMessage, r
 	return path, nil
 }
 
+// MCPEntryWarnings are the warnings of entry, an entry AddMCPServer took,
+// as MCPServers gives them, but for the ${VAR}s the entry's sessions
+// expand from their environment.
+func MCPEntryWarnings(name string, entry json.RawMessage) []string {
+	s, err := parseMCPEntry(name, entry, nil)
+	if err != nil {
+		return nil
+	}
+	return s.Warnings
+}
+
 // RemoveMCPServer removes NAME from the first of tackle's writable files
 // that has it: local, project, user (scope "" searches all three in that
 // order; otherwise only that scope's file). When only a Claude Code file

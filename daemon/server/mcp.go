@@ -21,7 +21,7 @@ type MCP interface {
 	// AllServers lists every server the daemon holds.
 	AllServers() []MCPServer
 	// Add writes a server entry into tackle's file of scope for the project root.
-	Add(root, scope, name string, entry json.RawMessage, replace bool) (path string, err error)
+	Add(root, scope, name string, entry json.RawMessage, replace bool) (path string, warnings []string, err error)
 	// Remove removes a server entry.
 	Remove(root, scope, name string) (path string, err error)
 	// Approve approves servers of root's .mcp.json.
@@ -159,12 +159,12 @@ func (s *Server) AddMcpServer(_ context.Context, req *tacklev1.AddMcpServerReque
 	if !json.Valid([]byte(req.GetEntryJson())) {
 		return nil, mcpErr(codes.InvalidArgument, "entry_json is not valid JSON")
 	}
-	path, err := m.Add(req.GetCwd(), scopeOr(req.GetScope()), req.GetName(), json.RawMessage(req.GetEntryJson()), req.GetReplace())
+	path, warnings, err := m.Add(req.GetCwd(), scopeOr(req.GetScope()), req.GetName(), json.RawMessage(req.GetEntryJson()), req.GetReplace())
 	if err != nil {
 		return nil, mcpErr(codes.InvalidArgument, "%v", err)
 	}
 	s.log.Info("MCP server added", "name", req.GetName(), "scope", scopeOr(req.GetScope()), "path", path)
-	return &tacklev1.AddMcpServerResponse{Path: path}, nil
+	return &tacklev1.AddMcpServerResponse{Path: path, Warnings: warnings}, nil
 }
 
 func scopeOr(scope string) string {

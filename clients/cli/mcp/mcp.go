@@ -510,6 +510,9 @@ func addMcp(a *cmdutil.App, cmd *cobra.Command, f *mcpAddFlags, name, entry stri
 			return client.Err(err)
 		}
 		fmt.Fprintf(a.Stdout, "Added MCP server %q (%s scope) to %s\n", name, f.scope, resp.GetPath())
+		for _, w := range resp.GetWarnings() {
+			fmt.Fprintf(a.Stdout, "  warning: %s\n", w)
+		}
 		if f.scope == "project" {
 			fmt.Fprintf(a.Stdout, "Project servers start once the project is trusted and the server approved: tackle mcp approve %s\n", name)
 		}

@@ -6879,8 +6879,11 @@ func (x *AddMcpServerRequest) GetReplace() bool {
 
 // AddMcpServerResponse tells where the entry was written.
 type AddMcpServerResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// warnings are the entry's, as tackle mcp list shows them (a name holding
+	// "__", a key ignored for its transport).
+	Warnings      []string `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -6920,6 +6923,13 @@ func (x *AddMcpServerResponse) GetPath() string {
 		return x.Path
 	}
 	return ""
+}
+
+func (x *AddMcpServerResponse) GetWarnings() []string {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
 }
 
 // RemoveMcpServerRequest removes a server entry.
@@ -9380,9 +9390,10 @@ const file_tackle_v1_tackle_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"entry_json\x18\x04 \x01(\tR\tentryJson\x12\x18\n" +
-	"\areplace\x18\x05 \x01(\bR\areplace\"*\n" +
+	"\areplace\x18\x05 \x01(\bR\areplace\"F\n" +
 	"\x14AddMcpServerResponse\x12\x12\n" +
-	"\x04path\x18\x01 \x01(\tR\x04path\"T\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x1a\n" +
+	"\bwarnings\x18\x02 \x03(\tR\bwarnings\"T\n" +
 	"\x16RemoveMcpServerRequest\x12\x10\n" +
 	"\x03cwd\x18\x01 \x01(\tR\x03cwd\x12\x14\n" +
 	"\x05scope\x18\x02 \x01(\tR\x05scope\x12\x12\n" +
