@@ -160,6 +160,10 @@ func TestPromptCancelQueueAndSnapshot(t *testing.T) {
 	s := attach(t, d, id)
 	first := prompt(t, d, id, "first")
 	<-hold.Reached()
+	// The daemon keeps the partial text before it publishes a delta of it;
+	// the fake model having sent the text says nothing of the daemon
+	// having read it.
+	s.waitEvent("assistant_delta", "")
 	second := prompt(t, d, id, "second, from another client")
 	if !second.GetQueued() {
 		t.Fatalf("the second prompt was not queued: %+v", second)
