@@ -44,6 +44,22 @@ func newLockedFixture(t *testing.T) *lockedFixture {
 	return &lockedFixture{fixture: f, lockDB: db}
 }
 
+// subscribed is a new session of f and a subscription to all its events,
+// closed when the test ends.
+func (f *lockedFixture) subscribed(t *testing.T) (*Session, *event.Subscription) {
+	t.Helper()
+	s, _, err := f.m.Create(context.Background(), CreateOptions{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sub, err := s.Subscribe(1, false, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	return s, sub
+}
+
 // hold takes the database's write lock (as another process's BEGIN
 // EXCLUSIVE does).
 func (l *lockedFixture) hold(t *testing.T) {
@@ -72,15 +88,7 @@ func (l *lockedFixture) release(t *testing.T) {
 // a subscriber joining meanwhile replays the queued events without waiting.
 func TestWriterRetriesWhileLocked(t *testing.T) {
 	f := newLockedFixture(t)
-	s, _, err := f.m.Create(context.Background(), CreateOptions{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sub, err := s.Subscribe(1, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	s, sub := f.subscribed(t)
 	f.hold(t)
 	for i := 0; i < 20; i++ {
 		if _, err := s.Append(&event.Event{Type: event.CallState, CallID: "c", State: event.StateRunning}); err != nil {
@@ -136,22 +144,14 @@ func TestWriterRetriesWhileLocked(t *testing.T) {
 func TestWriterLossIsNoticed(t *testing.T) {
 	f := newLockedFixture(t)
 	f.m.w.retryLocked = 200 * time.Millisecond
-	s, _, err := f.m.Create(context.Background(), CreateOptions{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sub, err := s.Subscribe(1, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	s, sub := f.subscribed(t)
 	f.hold(t)
 	for i := 0; i < 3; i++ {
 		if _, err := s.Append(&event.Event{Type: event.CallState, CallID: "c", State: event.StateRunning}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = s.Append(&event.Event{Type: event.SessionUpdated, Session: &event.SessionChange{Note: "x"}})
+	_, err := s.Append(&event.Event{Type: event.SessionUpdated, Session: &event.SessionChange{Note: "x"}})
 	if !errors.Is(err, ErrLogUnwritable) {
 		t.Fatalf("durable append while locked: %v, want ErrLogUnwritable", err)
 	}
@@ -224,15 +224,7 @@ func TestWriterLossIsNoticed(t *testing.T) {
 func TestCallLogFailureIsTheCallsOwn(t *testing.T) {
 	f := newLockedFixture(t)
 	f.m.w.retryLocked = 200 * time.Millisecond
-	s, _, err := f.m.Create(context.Background(), CreateOptions{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sub, err := s.Subscribe(1, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	s, sub := f.subscribed(t)
 	appendCall := func(typ event.Type, id string) *event.Event {
 		t.Helper()
 		e := &event.Event{Type: typ, TurnID: "t", CallID: id, Tool: "Bash", State: event.StateRunning}
@@ -321,23 +313,15 @@ func TestCallLogFailureIsTheCallsOwn(t *testing.T) {
 func TestWriterQueueBound(t *testing.T) {
 	f := newLockedFixture(t)
 	f.m.w.maxQueued = 10
-	s, _, err := f.m.Create(context.Background(), CreateOptions{Cwd: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sub, err := s.Subscribe(1, false, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sub.Close()
+	s, sub := f.subscribed(t)
 	f.hold(t)
 	const n = 30
 	for i := 0; i < n; i++ {
-		if _, err = s.Append(&event.Event{Type: event.CallState, CallID: "c", State: event.StateRunning}); err != nil {
+		if _, err := s.Append(&event.Event{Type: event.CallState, CallID: "c", State: event.StateRunning}); err != nil {
 			t.Fatalf("append %d: %v", i+1, err)
 		}
 	}
-	_, err = s.Append(&event.Event{Type: event.SessionUpdated, Session: &event.SessionChange{Note: "x"}})
+	_, err := s.Append(&event.Event{Type: event.SessionUpdated, Session: &event.SessionChange{Note: "x"}})
 	if !errors.Is(err, ErrLogUnwritable) || !strings.Contains(err.Error(), "already wait for the state database") {
 		t.Fatalf("durable append with the queue full: %v, want ErrLogUnwritable saying why", err)
 	}
