@@ -363,6 +363,11 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 			p.searchStream(w, f, fd, st)
 			return
 		}
+		// Read whole: sized from the file's length once, not grown by
+		// doubling (a 50 MB file allocated ~300 MB that way).
+		if size := fileSize(fd, st); size > int64(cap(buf)) && size < maxWholeFile {
+			buf = slices.Grow(buf, int(size)+1-len(buf)) // +1: the read that sees the end
+		}
 		buf, eof, err = readUpTo(fd, buf, maxWholeFile)
 		*w.buf = buf
 		if err == nil && !eof {
@@ -410,6 +415,19 @@ func (p *grepPlan) searchFile(w *grepWorker, f *walkFile) {
 		hit.path = f.abs()
 	}
 	w.hits = append(w.hits, hit)
+}
+
+// fileSize is the length of the open file fd, from st when it holds fd's
+// status already; 0 when it cannot be told.
+func fileSize(fd int, st *unix.Stat_t) int64 {
+	if st != nil {
+		return st.Size
+	}
+	var own unix.Stat_t
+	if unix.Fstat(fd, &own) != nil {
+		return 0
+	}
+	return own.Size
 }
 
 // Sizes for big files: files and count modes read them in chunks of about

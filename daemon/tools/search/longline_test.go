@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -194,5 +195,31 @@ func TestEachMatchIsFindAllIndex(t *testing.T) {
 	}
 	for range n {
 		checkEachMatch(t, randomPattern(r, 4), r.IntN(3) == 0, r.IntN(2) == 0, randomText(r, 8))
+	}
+}
+
+// A file read whole (content mode) past the first chunk is read into a
+// buffer sized from its length once, not grown by doubling: the bytes
+// allocated stay near the file's size (they were about twice it, and more
+// for a file just past a power of two).
+func TestGrepWholeFileAllocatesItsSizeOnce(t *testing.T) {
+	if raceDetector {
+		t.Skip("the race detector's own allocations")
+	}
+	const size = 6<<20 + 100 // just past a power of two: the worst case of doubling
+	root := t.TempDir()
+	line := strings.Repeat("x", 99) + "\n"
+	writeFiles(t, root, map[string]string{"big.txt": strings.Repeat(line, size/len(line)) + "needle\n"})
+	grep := &Grep{chunk: 64 << 10}
+	input := map[string]any{"pattern": "needle", "output_mode": "content", "path": filepath.Join(root, "big.txt")}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if out, isErr := call(t, grep, root, input); isErr || !strings.Contains(out, "needle") {
+		t.Fatalf("Grep: %s", out)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.TotalAlloc - before.TotalAlloc; got > size+size/2 {
+		t.Errorf("Grep of a %d-byte file allocated %d bytes", size, got)
 	}
 }
