@@ -50,6 +50,8 @@ deps: ## install what the tests need (ripgrep, fd-find as oracles; the npm MCP p
 test: deps tools ## run every test (unit, daemon, CLI, integration, the Neovim plugin), then the fuzz targets for a bounded time
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 	cd internal/modeloracle && $(GO) test -race -count=1 ./...
+	@# Allocation counts are the race detector's too under -race, where these skip: once more without it.
+	$(GO) test -count=1 -run 'Allocates' ./daemon/tools/search
 	bash scripts/nvim-test.sh
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
