@@ -1265,8 +1265,8 @@ func TestPromptErrors(t *testing.T) {
 		args map[string]string
 		want string
 	}{
-		{"ev__args-prompt", map[string]string{}, "missing required arguments: city (it takes the arguments city [state])"},
-		{"ev__simple-prompt", map[string]string{"bogus": "1"}, "unknown arguments: bogus (it takes no arguments)"},
+		{"ev__args-prompt", map[string]string{}, "missing required argument city; usage: args-prompt city=… [state=…]"},
+		{"ev__simple-prompt", map[string]string{"bogus": "1"}, "unknown argument bogus; usage: simple-prompt (no arguments)"},
 		{"ev__no-such-prompt", nil, "unknown prompt"},
 	} {
 		_, err := s.cs.GetPrompt(ctxT(t), &mcp.GetPromptParams{Name: tc.name, Arguments: tc.args})

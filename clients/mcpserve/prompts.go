@@ -3,13 +3,13 @@ package mcpserve
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/tackle-agent/tackle/clients/client"
 	tacklev1 "github.com/tackle-agent/tackle/gen/tackle/v1"
@@ -77,24 +77,21 @@ func (b *bridge) refreshPrompts(ctx context.Context, servers []*tacklev1.McpServ
 }
 
 // promptHandler renders prompt p (the server's name of it) of server with
-// the daemon's GetPrompt. Its arguments are checked here first, so that
-// bad ones are invalid params (-32602) with a message that says what the
-// prompt takes: the daemon reports every failure of GetPrompt with one
-// code, the server's own too.
+// the daemon's GetPrompt, which checks the arguments: a request it finds
+// wrong (InvalidArgument: bad arguments, no such prompt or server; or
+// NotFound) is invalid params (-32602) with the daemon's message, which
+// says what the prompt takes; anything else (the server not connected or
+// failing, which client.Err would call invalid too) is an internal error.
 func (b *bridge) promptHandler(p *mcp.Prompt, server, name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		if msg := checkPromptArgs(p, req.Params.Arguments); msg != "" {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: msg}
-		}
 		r := &tacklev1.GetPromptRequest{SessionId: b.sid, Server: server, Name: name, Arguments: req.Params.Arguments}
 		resp, err := b.rpc().Service().GetPrompt(ctx, r)
 		if err != nil {
-			err = client.Err(err)
 			code := int64(jsonrpc.CodeInternalError)
-			if errors.Is(err, client.ErrInvalidArgument) || errors.Is(err, client.ErrNotFound) {
+			if c := status.Code(err); c == codes.InvalidArgument || c == codes.NotFound {
 				code = jsonrpc.CodeInvalidParams
 			}
-			return nil, &jsonrpc.Error{Code: code, Message: fmt.Sprintf("rendering prompt %s: %s", p.Name, withoutKind(err))}
+			return nil, &jsonrpc.Error{Code: code, Message: fmt.Sprintf("rendering prompt %s: %s", p.Name, withoutKind(client.Err(err)))}
 		}
 		out := &mcp.GetPromptResult{Description: resp.GetDescription(), Messages: []*mcp.PromptMessage{}}
 		for _, m := range resp.GetMessages() {
@@ -102,45 +99,6 @@ func (b *bridge) promptHandler(p *mcp.Prompt, server, name string) mcp.PromptHan
 		}
 		return out, nil
 	}
-}
-
-// checkPromptArgs says what is wrong with args for p (a missing required
-// argument, one p does not take) and what p takes, or "".
-func checkPromptArgs(p *mcp.Prompt, args map[string]string) string {
-	declared := map[string]bool{}
-	var missing, unknown, usage []string
-	for _, a := range p.Arguments {
-		declared[a.Name] = true
-		if _, ok := args[a.Name]; a.Required && !ok {
-			missing = append(missing, a.Name)
-		}
-		if a.Required {
-			usage = append(usage, a.Name)
-		} else {
-			usage = append(usage, "["+a.Name+"]")
-		}
-	}
-	for k := range args {
-		if !declared[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(missing) == 0 && len(unknown) == 0 {
-		return ""
-	}
-	sort.Strings(unknown)
-	var problems []string
-	if len(missing) > 0 {
-		problems = append(problems, "missing required arguments: "+strings.Join(missing, ", "))
-	}
-	if len(unknown) > 0 {
-		problems = append(problems, "unknown arguments: "+strings.Join(unknown, ", "))
-	}
-	takes := "no arguments"
-	if len(usage) > 0 {
-		takes = "the arguments " + strings.Join(usage, " ")
-	}
-	return fmt.Sprintf("prompt %s: %s (it takes %s)", p.Name, strings.Join(problems, "; "), takes)
 }
 
 // withoutKind is err's text without the client's kind in front ("invalid
