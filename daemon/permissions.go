@@ -24,7 +24,8 @@ import (
 // project's settings, the workspace trust, and the session's own "always"
 // rules from the database), "always" answers, the audit log, and explain.
 
-// invalidInput is an explain request whose input the pipeline would reject.
+// invalidInput is a request the client got wrong: an explain request whose
+// input the pipeline would reject, an MCP server the session does not have.
 type invalidInput struct{ msg string }
 
 func (e *invalidInput) Error() string { return e.msg }

@@ -149,16 +149,8 @@ func TestFaultMCPHTTPDiesMidCall(t *testing.T) {
 	e.waitMCP("web", connected, "--session", sid)
 	events := attachSession(t, e, sid, tacklev1.Role_ROLE_OBSERVER)
 
-	type out struct {
-		res resultJSON
-		r   runResult
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, r := e.callJSON("mcp__web__trigger-long-running-operation", map[string]any{"duration": 60, "steps": 60},
-			"--session", sid, "--permission-mode", "bypassPermissions")
-		done <- out{res, r}
-	}()
+	done := e.callLater("mcp__web__trigger-long-running-operation", map[string]any{"duration": 60, "steps": 60},
+		"--session", sid, "--permission-mode", "bypassPermissions")
 	// Kill the server once the call has reached it (its first progress).
 	for {
 		m, err := events.Recv()
@@ -171,7 +163,7 @@ func TestFaultMCPHTTPDiesMidCall(t *testing.T) {
 	}
 	stop()
 	killed := time.Now()
-	var o out
+	var o calledJSON
 	select {
 	case o = <-done:
 	case <-time.After(30 * time.Second):

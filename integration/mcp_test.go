@@ -76,6 +76,23 @@ func (e *env) callJSON(name string, input any, args ...string) (resultJSON, runR
 	return res, r
 }
 
+// calledJSON is what callJSON returns, for callLater.
+type calledJSON struct {
+	res resultJSON
+	r   runResult
+}
+
+// callLater runs callJSON in the background; its outcome comes on the
+// channel.
+func (e *env) callLater(name string, input any, args ...string) <-chan calledJSON {
+	done := make(chan calledJSON, 1)
+	go func() {
+		res, r := e.callJSON(name, input, args...)
+		done <- calledJSON{res, r}
+	}()
+	return done
+}
+
 // processesWith counts live processes whose environment holds marker.
 func processesWith(t *testing.T, marker string) []int {
 	t.Helper()
@@ -267,16 +284,8 @@ func TestMCPServerKilledMidCall(t *testing.T) {
 		t.Errorf("--mcp-config server scope %q, want session", s.Scope)
 	}
 
-	type out struct {
-		res resultJSON
-		r   runResult
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, r := e.callJSON("mcp__slow__trigger-long-running-operation", map[string]any{"duration": 30, "steps": 30},
-			"--session", sess.ID, "--permission-mode", "bypassPermissions")
-		done <- out{res, r}
-	}()
+	done := e.callLater("mcp__slow__trigger-long-running-operation", map[string]any{"duration": 30, "steps": 30},
+		"--session", sess.ID, "--permission-mode", "bypassPermissions")
 	// Kill the server once the call is running on it (its progress reached the log).
 	attachUntil(t, e, sess.ID, func(ev map[string]any) bool {
 		return ev["type"] == "call_progress" || (ev["type"] == "call_state" && ev["state"] == "running")
@@ -284,7 +293,7 @@ func TestMCPServerKilledMidCall(t *testing.T) {
 	if err := syscall.Kill(s.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	var o out
+	var o calledJSON
 	select {
 	case o = <-done:
 	case <-time.After(60 * time.Second):
