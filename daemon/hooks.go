@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -94,8 +95,17 @@ func (d *Daemon) askTimeout(root string) time.Duration {
 	if st == nil || st.Permissions.AskTimeoutSeconds <= 0 {
 		return 0
 	}
+	if s := st.Permissions.AskTimeoutSeconds; s > maxAskTimeoutSeconds {
+		// More seconds than a Duration holds: as good as forever, not
+		// the overflow's negative (an ask denied at once).
+		return time.Duration(maxAskTimeoutSeconds) * time.Second
+	}
 	return time.Duration(st.Permissions.AskTimeoutSeconds) * time.Second
 }
+
+// maxAskTimeoutSeconds is the longest askTimeoutSeconds a time.Duration
+// holds (about 292 years).
+const maxAskTimeoutSeconds = int(math.MaxInt64 / int64(time.Second))
 
 // hookList implements server.HookLister.
 type hookList struct{ d *Daemon }

@@ -614,6 +614,15 @@ func decodePermissions(path string, data []byte, v json.RawMessage, out *filePer
 			return p
 		}
 	}
+	// A negative timeout is no timeout anyone means: refused like a wrong
+	// type rather than read silently as the default.
+	if v := out.AskTimeoutSeconds; v != nil && *v < 0 {
+		p := &Problem{Path: path, Message: fmt.Sprintf("permissions.askTimeoutSeconds: expected the seconds an ask waits for an answer (0 or more), found %d", *v)}
+		if off := memberOffset(data, memberOffset(data, 0, "permissions"), "askTimeoutSeconds"); off >= 0 {
+			p.Line, p.Column = lineCol(data, int(off))
+		}
+		return p
+	}
 	return nil
 }
 

@@ -191,6 +191,7 @@ func TestBrokenFileKeepsLastGood(t *testing.T) {
 		{"truncated", "{\n  \"permissions\": {\n", 3, 1, "unexpected end of JSON input"},
 		{"wrong type", "{\n  \"permissions\": {\"allow\": \"Read\"}\n}", 2, 28, "permissions.allow: expected []string, found a JSON string"},
 		{"not an object", "[1, 2]", 1, 1, "settings must be a JSON object, found a JSON array"},
+		{"negative timeout", "{\n  \"permissions\": {\"askTimeoutSeconds\": -5}\n}", 2, 40, "permissions.askTimeoutSeconds: expected the seconds an ask waits for an answer (0 or more), found -5"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -209,6 +209,9 @@ func exactPerms(raw map[string]json.RawMessage) (fp filePermissions, ok bool) {
 			}
 		}
 	}
+	if fp.AskTimeoutSeconds != nil && *fp.AskTimeoutSeconds < 0 {
+		return fp, false
+	}
 	return fp, true
 }
 
